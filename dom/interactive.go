@@ -1,0 +1,163 @@
+package dom
+
+import "strings"
+
+var interactiveTags = map[string]bool{
+	"button": true, "input": true, "select": true, "textarea": true, "a": true,
+	"details": true, "summary": true, "option": true, "optgroup": true,
+}
+
+var interactiveAttrs = []string{"onclick", "onmousedown", "onmouseup", "onkeydown", "onkeyup", "tabindex"}
+
+var interactiveRoles = map[string]bool{
+	"button": true, "link": true, "menuitem": true, "option": true, "radio": true,
+	"checkbox": true, "tab": true, "textbox": true, "combobox": true, "slider": true,
+	"spinbutton": true, "search": true, "searchbox": true, "row": true, "cell": true,
+	"gridcell": true,
+}
+
+var searchIndicators = []string{
+	"search", "magnify", "glass", "lookup", "find", "query",
+	"search-icon", "search-btn", "search-button", "searchbox",
+}
+
+var iconAttrs = []string{"class", "role", "onclick", "data-action", "aria-label"}
+
+func containsAny(s string, subs []string) bool {
+	for _, x := range subs {
+		if strings.Contains(s, x) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasFormControlDescendant(n *Node, depth int) bool {
+	if depth <= 0 {
+		return false
+	}
+	found := false
+	n.eachChild(func(c *Node) {
+		if found || c.Type != ElementNode && c.Type != DocumentFragmentNode {
+			return
+		}
+		if c.Tag == "input" || c.Tag == "select" || c.Tag == "textarea" {
+			found = true
+			return
+		}
+		found = hasFormControlDescendant(c, depth-1)
+	})
+	return found
+}
+
+func truthy(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "false", "0", "no", "null":
+		return false
+	}
+	return true
+}
+
+// IsInteractive applies the clickable heuristics in priority order (the
+// first rule that decides wins):
+//  1. non-elements, html and body: no
+//  2. a JS click listener: yes
+//  3. iframe/frame larger than 100×100: yes
+//  4. label[for]: no; label or span wrapping input/select/textarea within 2 levels: yes
+//  5. search-like words in class, id or data-* values: yes
+//  6. AX disabled/hidden: no; AX focusable/editable/settable true: yes;
+//     AX checked/expanded/pressed/selected present: yes; AX
+//     required/autocomplete/keyshortcuts set: yes
+//  7. native tags button, input, select, textarea, a, details, summary, option, optgroup: yes
+//  8. onclick/onmousedown/onmouseup/onkeydown/onkeyup/tabindex attributes: yes
+//  9. role attribute or AX role in the interactive role set (AX adds listbox): yes
+//  10. icon-sized (10–50 px both ways) with class/role/onclick/data-action/aria-label: yes
+//  11. computed cursor: pointer: yes
+func IsInteractive(n *Node) bool {
+	if n == nil || n.Type != ElementNode || n.Tag == "html" || n.Tag == "body" {
+		return false
+	}
+	if n.HasListener {
+		return true
+	}
+	if (n.Tag == "iframe" || n.Tag == "frame") && n.Layout != nil && n.Layout.HasLayout &&
+		n.Bounds.W > 100 && n.Bounds.H > 100 {
+		return true
+	}
+	if n.Tag == "label" {
+		if n.Attr("for") != "" {
+			return false
+		}
+		if hasFormControlDescendant(n, 2) {
+			return true
+		}
+	}
+	if n.Tag == "span" && hasFormControlDescendant(n, 2) {
+		return true
+	}
+	if n.NumAttrs() > 0 {
+		if c := n.Attr("class"); c != "" && containsAny(strings.ToLower(c), searchIndicators) {
+			return true
+		}
+		if id := n.Attr("id"); id != "" && containsAny(strings.ToLower(id), searchIndicators) {
+			return true
+		}
+		search := false
+		n.EachAttr(func(k, v string) {
+			if !search && strings.HasPrefix(k, "data-") && v != "" && containsAny(strings.ToLower(v), searchIndicators) {
+				search = true
+			}
+		})
+		if search {
+			return true
+		}
+	}
+	if n.AX != nil && len(n.AX.Props) > 0 {
+		if truthy(n.AX.Props["disabled"]) || truthy(n.AX.Props["hidden"]) {
+			return false
+		}
+		for _, k := range []string{"focusable", "editable", "settable"} {
+			if truthy(n.AX.Props[k]) {
+				return true
+			}
+		}
+		for _, k := range []string{"checked", "expanded", "pressed", "selected"} {
+			if _, ok := n.AX.Props[k]; ok {
+				return true
+			}
+		}
+		for _, k := range []string{"required", "autocomplete", "keyshortcuts"} {
+			if truthy(n.AX.Props[k]) {
+				return true
+			}
+		}
+	}
+	if interactiveTags[n.Tag] {
+		return true
+	}
+	for _, a := range interactiveAttrs {
+		if n.HasAttr(a) {
+			return true
+		}
+	}
+	if r, ok := n.LookupAttr("role"); ok && interactiveRoles[r] {
+		return true
+	}
+	if n.AX != nil && (interactiveRoles[n.AX.Role] || n.AX.Role == "listbox") {
+		return true
+	}
+	if n.Layout != nil && n.Layout.HasLayout {
+		w, h := n.Bounds.W, n.Bounds.H
+		if w >= 10 && w <= 50 && h >= 10 && h <= 50 {
+			for _, a := range iconAttrs {
+				if n.HasAttr(a) {
+					return true
+				}
+			}
+		}
+		if n.Layout.Styles.Cursor == "pointer" {
+			return true
+		}
+	}
+	return false
+}
