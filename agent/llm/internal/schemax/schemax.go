@@ -1,0 +1,157 @@
+// Package schemax is an order-preserving JSON tree for adapting JSON
+// Schemas per provider. Key order matters: with constrained decoding the
+// model generates properties in schema order (e.g. "thinking" before
+// "action"), so a round trip through map[string]any would change behaviour.
+package schemax
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Object is a JSON object with its key order.
+type Object struct {
+	keys []string
+	vals map[string]any
+}
+
+// NewObject returns an empty Object.
+func NewObject() *Object { return &Object{vals: map[string]any{}} }
+
+// Keys returns the keys in order. The slice must not be modified.
+func (o *Object) Keys() []string { return o.keys }
+
+// Get returns the value of k.
+func (o *Object) Get(k string) (any, bool) { v, ok := o.vals[k]; return v, ok }
+
+// Set sets k, appending it if new.
+func (o *Object) Set(k string, v any) {
+	if _, ok := o.vals[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.vals[k] = v
+}
+
+// Delete removes k.
+func (o *Object) Delete(k string) {
+	if _, ok := o.vals[k]; !ok {
+		return
+	}
+	delete(o.vals, k)
+	for i, kk := range o.keys {
+		if kk == k {
+			o.keys = append(o.keys[:i:i], o.keys[i+1:]...)
+			break
+		}
+	}
+}
+
+// MarshalJSON writes the object in key order.
+func (o *Object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range o.keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		vb, err := json.Marshal(o.vals[k])
+		if err != nil {
+			return nil, err
+		}
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// Parse decodes raw into *Object, []any, string, json.Number, bool or nil.
+func Parse(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	v, err := parseValue(dec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("schemax: trailing data after JSON value")
+	}
+	return v, nil
+}
+
+func parseValue(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			o := NewObject()
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				k, ok := kt.(string)
+				if !ok {
+					return nil, fmt.Errorf("schemax: object key is %T", kt)
+				}
+				v, err := parseValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				o.Set(k, v)
+			}
+			_, err := dec.Token() // '}'
+			return o, err
+		case '[':
+			a := []any{}
+			for dec.More() {
+				v, err := parseValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				a = append(a, v)
+			}
+			_, err := dec.Token() // ']'
+			return a, err
+		}
+		return nil, fmt.Errorf("schemax: unexpected %v", t)
+	default:
+		return tok, nil
+	}
+}
+
+// Walk calls f on every schema object reachable through the JSON Schema
+// keywords that hold subschemas, parents before children.
+func Walk(v any, f func(*Object)) {
+	o, ok := v.(*Object)
+	if !ok {
+		return
+	}
+	f(o)
+	for _, k := range []string{"properties", "$defs", "definitions", "patternProperties"} {
+		if m, ok := o.vals[k].(*Object); ok {
+			for _, kk := range m.keys {
+				Walk(m.vals[kk], f)
+			}
+		}
+	}
+	for _, k := range []string{"items", "additionalProperties", "not", "if", "then", "else", "contains"} {
+		Walk(o.vals[k], f)
+	}
+	for _, k := range []string{"anyOf", "oneOf", "allOf", "prefixItems"} {
+		if a, ok := o.vals[k].([]any); ok {
+			for _, e := range a {
+				Walk(e, f)
+			}
+		}
+	}
+}

@@ -1,0 +1,311 @@
+// Package openai is an llm.Model for the OpenAI Chat Completions API
+// (POST {base}/chat/completions) and the servers that copy it: Ollama
+// (http://localhost:11434/v1), vLLM, LM Studio, OpenRouter.
+//
+// Structured output is sent as response_format {type: "json_schema",
+// json_schema: {name, strict: true, schema}}. Strict mode requires every
+// object to set additionalProperties:false and to list all its properties as
+// required, so the schema is adapted (StrictSchema): optional properties
+// become required-but-nullable, key order is preserved. A schema strict mode
+// cannot express (an object whose additionalProperties is a schema) is sent
+// unchanged with strict:false.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/agent/llm/internal/wire"
+)
+
+// DefaultBaseURL is OpenAI's API base.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// Config configures a Model. Zero fields take the documented defaults.
+type Config struct {
+	// Model is the model id sent as "model" (required).
+	Model string
+	// APIKey is sent as "Authorization: Bearer". Default $OPENAI_API_KEY.
+	// Required when the base URL is OpenAI's; optional for other servers.
+	APIKey string
+	// BaseURL defaults to $OPENAI_BASE_URL, then DefaultBaseURL.
+	BaseURL string
+	// Provider names the backend in Name() and errors; default "openai".
+	Provider string
+	// HTTPClient defaults to a client owned by the Model (see
+	// CloseIdleConnections). An injected client is never closed.
+	HTTPClient *http.Client
+	// Timeout bounds one HTTP attempt; default 90s. Its expiry is
+	// llm.ErrProviderUnavailable (retryable), unlike the caller's ctx.
+	Timeout time.Duration
+	// NonStrict sends json_schema with strict:false and the schema unchanged.
+	NonStrict bool
+	// LegacyMaxTokens sends "max_tokens" instead of "max_completion_tokens"
+	// (older OpenAI-compatible servers).
+	LegacyMaxTokens bool
+	// Header holds extra request headers (e.g. OpenRouter's HTTP-Referer).
+	Header http.Header
+}
+
+// Model talks to one model of an OpenAI-compatible server. It is safe for
+// concurrent use.
+type Model struct {
+	cfg    Config
+	url    string
+	client *http.Client
+	owned  bool
+}
+
+// New returns a Model. A missing key for api.openai.com is a
+// *llm.MissingKeyError naming OPENAI_API_KEY.
+func New(cfg Config) (*Model, error) {
+	if cfg.Model == "" {
+		return nil, fmt.Errorf("openai: %w: empty model name", llm.ErrBadRequest)
+	}
+	if cfg.Provider == "" {
+		cfg.Provider = "openai"
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = os.Getenv("OPENAI_BASE_URL")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if cfg.APIKey == "" {
+		cfg.APIKey = os.Getenv("OPENAI_API_KEY")
+	}
+	if cfg.APIKey == "" && cfg.BaseURL == DefaultBaseURL {
+		return nil, &llm.MissingKeyError{Provider: cfg.Provider, EnvVars: []string{"OPENAI_API_KEY"}}
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 90 * time.Second
+	}
+	m := &Model{cfg: cfg, url: cfg.BaseURL + "/chat/completions", client: cfg.HTTPClient}
+	if m.client == nil {
+		m.client = wire.NewClient()
+		m.owned = true
+	}
+	return m, nil
+}
+
+// Name returns "provider:model".
+func (m *Model) Name() string { return m.cfg.Provider + ":" + m.cfg.Model }
+
+// CloseIdleConnections closes idle connections of the Model's own client
+// (an injected client is left alone).
+func (m *Model) CloseIdleConnections() {
+	if m.owned {
+		m.client.CloseIdleConnections()
+	}
+}
+
+type imageURL struct {
+	URL    string `json:"url"`
+	Detail string `json:"detail,omitempty"`
+}
+
+type contentPart struct {
+	Type     string    `json:"type"`
+	Text     string    `json:"text,omitempty"`
+	ImageURL *imageURL `json:"image_url,omitempty"`
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content any    `json:"content"` // string or []contentPart
+}
+
+type jsonSchema struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Strict      bool   `json:"strict"`
+	Schema      any    `json:"schema"`
+}
+
+type responseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *jsonSchema `json:"json_schema,omitempty"`
+}
+
+type request struct {
+	Model               string          `json:"model"`
+	Messages            []message       `json:"messages"`
+	ResponseFormat      *responseFormat `json:"response_format,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+	MaxTokens           int             `json:"max_tokens,omitempty"`
+	Temperature         *float64        `json:"temperature,omitempty"`
+}
+
+type apiError struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
+}
+
+type response struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content *string `json:"content"`
+			Refusal *string `json:"refusal"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		TotalTokens         int `json:"total_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	Error *apiError `json:"error"` // OpenRouter reports some upstream errors in a 200
+}
+
+func (m *Model) buildRequest(req *llm.Request) (*request, error) {
+	out := &request{Model: m.cfg.Model, Temperature: req.Temperature}
+	if m.cfg.LegacyMaxTokens {
+		out.MaxTokens = req.MaxTokens
+	} else {
+		out.MaxCompletionTokens = req.MaxTokens
+	}
+	for _, msg := range req.Messages {
+		if len(msg.Parts) == 1 && msg.Parts[0].Image == nil || msg.Role != llm.RoleUser {
+			out.Messages = append(out.Messages, message{Role: string(msg.Role), Content: msg.TextContent()})
+			continue
+		}
+		parts := make([]contentPart, 0, len(msg.Parts))
+		for _, p := range msg.Parts {
+			if p.Image == nil {
+				parts = append(parts, contentPart{Type: "text", Text: p.Text})
+				continue
+			}
+			u, err := p.Image.DataURL()
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, contentPart{Type: "image_url", ImageURL: &imageURL{URL: u, Detail: p.Image.Detail}})
+		}
+		out.Messages = append(out.Messages, message{Role: string(msg.Role), Content: parts})
+	}
+	if s := req.Schema; s != nil {
+		js := &jsonSchema{Name: s.ToolName(), Description: s.Description, Strict: !m.cfg.NonStrict, Schema: json.RawMessage(s.JSON)}
+		if js.Strict {
+			adapted, ok, err := StrictSchema(s.JSON)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				js.Schema = adapted
+			} else {
+				js.Strict = false
+			}
+		}
+		out.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: js}
+	}
+	return out, nil
+}
+
+// Generate sends one Chat Completions request. See llm.Model for the error
+// contract: finish_reason "length" is llm.ErrTruncated, a refusal or
+// "content_filter" is llm.ErrRefused, a reply without content is
+// llm.ErrEmptyReply, and non-JSON structured output is a *llm.ParseError.
+func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", m.cfg.Provider, err)
+	}
+	body, err := m.buildRequest(&req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.cfg.Provider, err)
+	}
+	h := http.Header{}
+	for k, vs := range m.cfg.Header {
+		h[http.CanonicalHeaderKey(k)] = vs
+	}
+	if m.cfg.APIKey != "" {
+		h.Set("Authorization", "Bearer "+m.cfg.APIKey)
+	}
+	raw, latency, err := wire.Do(ctx, wire.Call{
+		Provider: m.cfg.Provider, Client: m.client, URL: m.url, Header: h, Body: body,
+		Timeout: m.cfg.Timeout, ParseError: parseError,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var r response
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, wire.Envelope(m.cfg.Provider, raw, err)
+	}
+	if r.Error != nil {
+		ae := &llm.APIError{Provider: m.cfg.Provider, Code: r.Error.Type, Message: r.Error.Message}
+		if n, err := strconv.Atoi(string(r.Error.Code)); err == nil && n >= 400 && n < 600 {
+			ae.Status = n
+		}
+		return nil, ae
+	}
+	resp := &llm.Response{Model: r.Model, Latency: latency}
+	if resp.Model == "" {
+		resp.Model = m.cfg.Model
+	}
+	if u := r.Usage; u != nil {
+		resp.Usage = llm.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+		if u.PromptTokensDetails != nil {
+			resp.Usage.CachedTokens = u.PromptTokensDetails.CachedTokens
+		}
+	}
+	if len(r.Choices) == 0 {
+		return resp, &llm.ReplyError{Provider: m.cfg.Provider, Kind: llm.ErrEmptyReply, Detail: "no choices"}
+	}
+	c := r.Choices[0]
+	resp.StopReason = c.FinishReason
+	if c.Message.Content != nil {
+		resp.Content = *c.Message.Content
+	}
+	if c.Message.Refusal != nil && *c.Message.Refusal != "" {
+		return resp, &llm.ReplyError{Provider: m.cfg.Provider, Kind: llm.ErrRefused, StopReason: c.FinishReason, Detail: *c.Message.Refusal}
+	}
+	switch c.FinishReason {
+	case "length":
+		return resp, &llm.ReplyError{Provider: m.cfg.Provider, Kind: llm.ErrTruncated, StopReason: c.FinishReason}
+	case "content_filter":
+		return resp, &llm.ReplyError{Provider: m.cfg.Provider, Kind: llm.ErrRefused, StopReason: c.FinishReason}
+	}
+	if strings.TrimSpace(resp.Content) == "" {
+		return resp, &llm.ReplyError{Provider: m.cfg.Provider, Kind: llm.ErrEmptyReply, StopReason: c.FinishReason}
+	}
+	return wire.Finish(m.cfg.Provider, &req, resp)
+}
+
+// parseError reads {"error": {"message", "type", "code"}}; some compatible
+// servers send {"error": "text"} or {"detail": "text"}.
+func parseError(body []byte) (code, msg string, _ time.Duration) {
+	var e struct {
+		Error  json.RawMessage `json:"error"`
+		Detail string          `json:"detail"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return "", "", 0
+	}
+	var ae apiError
+	if json.Unmarshal(e.Error, &ae) == nil && (ae.Message != "" || ae.Type != "") {
+		code = ae.Type
+		var s string
+		if json.Unmarshal(ae.Code, &s) == nil && s != "" {
+			code = s
+		}
+		return code, ae.Message, 0
+	}
+	var s string
+	if json.Unmarshal(e.Error, &s) == nil {
+		return "", s, 0
+	}
+	return "", e.Detail, 0
+}

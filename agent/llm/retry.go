@@ -1,0 +1,183 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// RetryPolicy configures WithRetry. Zero fields take the documented defaults.
+type RetryPolicy struct {
+	// MaxAttempts is the total number of attempts, the first included.
+	// Default 3; 1 disables retries.
+	MaxAttempts int
+	// BaseDelay is the backoff before the second attempt; it doubles on each
+	// further attempt. Default 1s. Tests set it to a millisecond.
+	BaseDelay time.Duration
+	// MaxDelay caps the computed backoff. Default 30s.
+	MaxDelay time.Duration
+	// MaxRetryAfter bounds how long a server's Retry-After may make us wait.
+	// A longer hint ends the retries at once and returns the error, so that a
+	// fallback model can take over. Default 60s.
+	MaxRetryAfter time.Duration
+	// Jitter returns a number in [0,1); default math/rand/v2.Float64. The
+	// wait is backoff/2 + Jitter()*backoff/2 ("equal jitter"), or the
+	// Retry-After hint when that is longer.
+	Jitter func() float64
+	// Retry decides whether an error is retried; default Retryable (rate
+	// limits and unavailability; never auth, bad requests, or reply errors).
+	Retry func(error) bool
+	// Logger receives one Info line per retry; default zap.NewNop().
+	Logger *zap.Logger
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = 3
+	}
+	if p.BaseDelay <= 0 {
+		p.BaseDelay = time.Second
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = 30 * time.Second
+	}
+	if p.MaxRetryAfter <= 0 {
+		p.MaxRetryAfter = 60 * time.Second
+	}
+	if p.Jitter == nil {
+		p.Jitter = rand.Float64
+	}
+	if p.Retry == nil {
+		p.Retry = Retryable
+	}
+	if p.Logger == nil {
+		p.Logger = zap.NewNop()
+	}
+	return p
+}
+
+// Delay returns the wait before attempt n+1 after failed attempt n (n ≥ 1)
+// that returned err.
+func (p RetryPolicy) Delay(n int, err error) time.Duration {
+	p = p.withDefaults()
+	d := p.BaseDelay
+	for i := 1; i < n && d < p.MaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, p.MaxDelay)
+	d = d/2 + time.Duration(p.Jitter()*float64(d/2))
+	var ae *APIError
+	if errors.As(err, &ae) && ae.RetryAfter > d {
+		d = ae.RetryAfter
+	}
+	return d
+}
+
+// WithRetry wraps m so that retryable errors (see RetryPolicy.Retry) are
+// retried with exponential backoff and jitter, honouring Retry-After. Waits
+// stop at once when ctx is done; the error then wraps ctx.Err(). When the
+// attempts are exhausted the last error is returned unchanged (it still
+// matches its sentinel). The wrapper has m's Name.
+func WithRetry(m Model, p RetryPolicy) Model {
+	return &retryModel{m: m, p: p.withDefaults()}
+}
+
+type retryModel struct {
+	m Model
+	p RetryPolicy
+}
+
+func (r *retryModel) Name() string          { return r.m.Name() }
+func (r *retryModel) CloseIdleConnections() { CloseIdleConnections(r.m) }
+
+func (r *retryModel) Generate(ctx context.Context, req Request) (*Response, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := r.m.Generate(ctx, req)
+		if err == nil || attempt >= r.p.MaxAttempts || ctx.Err() != nil || !r.p.Retry(err) {
+			return resp, err
+		}
+		var ae *APIError
+		if errors.As(err, &ae) && ae.RetryAfter > r.p.MaxRetryAfter {
+			return resp, err
+		}
+		d := r.p.Delay(attempt, err)
+		r.p.Logger.Info("llm: retrying", zap.String("model", r.m.Name()), zap.Int("attempt", attempt),
+			zap.Duration("wait", d), zap.Error(err))
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("llm: %s: waiting to retry after %v: %w", r.m.Name(), err, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// ShouldFallback is the default fallback rule: switch to the fallback model
+// when the primary is rate limited, unavailable (5xx, network, timeout), or
+// rejects our credentials (a misconfigured primary key should not stop an
+// agent whose fallback is configured). Never on a malformed, truncated,
+// refused or empty reply (a model answered; another model is not the fix the
+// caller asked for), a bad request, or cancellation.
+func ShouldFallback(err error) bool {
+	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrProviderUnavailable) || errors.Is(err, ErrAuth)
+}
+
+// FallbackOption configures WithFallback.
+type FallbackOption func(*fallbackModel)
+
+// FallbackWhen replaces ShouldFallback.
+func FallbackWhen(f func(error) bool) FallbackOption {
+	return func(m *fallbackModel) { m.when = f }
+}
+
+// FallbackLogger sets the logger (one Warn line per switch); default no-op.
+func FallbackLogger(l *zap.Logger) FallbackOption {
+	return func(m *fallbackModel) { m.log = l }
+}
+
+// WithFallback returns a Model that calls primary and, when that fails with
+// an error accepted by the rule (default ShouldFallback) and ctx is still
+// live, calls fallback with the same request. The decision is per call: the
+// next call tries primary again. Response.Model tells which model answered.
+// If both fail, the error wraps the fallback's error and mentions the
+// primary's. Name is "primary|fallback". Wrap each side in WithRetry first if
+// you want retries before switching.
+func WithFallback(primary, fallback Model, opts ...FallbackOption) Model {
+	m := &fallbackModel{primary: primary, fallback: fallback, when: ShouldFallback, log: zap.NewNop()}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
+
+type fallbackModel struct {
+	primary, fallback Model
+	when              func(error) bool
+	log               *zap.Logger
+}
+
+func (f *fallbackModel) Name() string { return f.primary.Name() + "|" + f.fallback.Name() }
+
+func (f *fallbackModel) CloseIdleConnections() {
+	CloseIdleConnections(f.primary)
+	CloseIdleConnections(f.fallback)
+}
+
+func (f *fallbackModel) Generate(ctx context.Context, req Request) (*Response, error) {
+	resp, err := f.primary.Generate(ctx, req)
+	if err == nil || ctx.Err() != nil || !f.when(err) {
+		return resp, err
+	}
+	f.log.Warn("llm: switching to fallback model", zap.String("primary", f.primary.Name()),
+		zap.String("fallback", f.fallback.Name()), zap.Error(err))
+	resp2, err2 := f.fallback.Generate(ctx, req)
+	if err2 != nil {
+		return resp2, fmt.Errorf("fallback %s failed after primary %s failed (%v): %w", f.fallback.Name(), f.primary.Name(), err, err2)
+	}
+	return resp2, nil
+}
