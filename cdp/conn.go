@@ -1,0 +1,513 @@
+package cdp
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	jsonv2 "github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/target"
+	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
+)
+
+// Defaults of the Dial options.
+const (
+	// DefaultEventBuffer is the capacity of each subscription's buffer.
+	DefaultEventBuffer = 1024
+	// DefaultWriteBufferSize is the websocket write buffer. gorilla/websocket
+	// splits a client message larger than its write buffer into several
+	// frames; 1 MiB keeps every ordinary command in one frame. (Chromium 156
+	// accepts fragmented messages; old Chromes did not.)
+	DefaultWriteBufferSize = 1 << 20
+	// DefaultHandshakeTimeout bounds the websocket handshake when ctx has no
+	// earlier deadline.
+	DefaultHandshakeTimeout = 30 * time.Second
+)
+
+// Option configures Dial and Connect.
+type Option func(*options)
+
+type options struct {
+	header          http.Header
+	logger          *zap.Logger
+	eventBuffer     int
+	writeBufferSize int
+	handshake       time.Duration
+}
+
+func defaultOptions() options {
+	return options{
+		logger:          zap.NewNop(),
+		eventBuffer:     DefaultEventBuffer,
+		writeBufferSize: DefaultWriteBufferSize,
+		handshake:       DefaultHandshakeTimeout,
+	}
+}
+
+// WithHeader adds HTTP headers to the websocket handshake (and to the
+// /json/version request of Connect), for example an Authorization header of
+// a hosted browser.
+func WithHeader(h http.Header) Option {
+	return func(o *options) { o.header = h.Clone() }
+}
+
+// WithLogger sets the logger. The default is zap.NewNop(). Every message sent
+// and received is logged at debug level.
+func WithLogger(l *zap.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// WithEventBuffer sets the capacity of each subscription's buffer (default
+// DefaultEventBuffer). Values below 1 are replaced by 1.
+func WithEventBuffer(n int) Option {
+	return func(o *options) { o.eventBuffer = max(n, 1) }
+}
+
+// WithWriteBufferSize sets the websocket write buffer (default
+// DefaultWriteBufferSize). A message up to this size is sent as one frame.
+func WithWriteBufferSize(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.writeBufferSize = n
+		}
+	}
+}
+
+// WithHandshakeTimeout bounds the websocket handshake (default
+// DefaultHandshakeTimeout).
+func WithHandshakeTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.handshake = d
+		}
+	}
+}
+
+// Conn is one websocket connection to a browser endpoint. It multiplexes the
+// flat sessions of all attached targets. All methods are safe for concurrent
+// use.
+//
+// A Conn owns two goroutines (a reader and a writer) plus one short-lived
+// goroutine per auto-attached target that runs the attach hook; Close stops
+// them all. A Conn must be closed even after the connection was lost.
+type Conn struct {
+	ws          *websocket.Conn
+	log         *zap.Logger
+	eventBuffer int
+	url         string
+
+	nextID  atomic.Int64
+	writeCh chan []byte
+
+	hookCtx    context.Context
+	hookCancel context.CancelFunc
+	wg         sync.WaitGroup
+	closeOnce  sync.Once
+
+	// mu guards everything below, the mutable fields of every Session and
+	// every Subscription. It is never held while user code runs or while a
+	// goroutine blocks on I/O.
+	mu       sync.Mutex
+	pending  map[int64]*pendingCall
+	sessions map[target.SessionID]*Session
+	subs     map[*Subscription]struct{} // connection-wide subscriptions
+	browser  *Session
+	err      error
+	done     chan struct{}
+}
+
+type pendingCall struct {
+	method string
+	sess   *Session
+	ch     chan reply // buffered 1; receives exactly one reply
+}
+
+type reply struct {
+	result jsonv2.Value
+	err    error
+}
+
+// wireMsg is one CDP message on the wire.
+type wireMsg struct {
+	ID        int64            `json:"id,omitempty,omitzero"`
+	SessionID target.SessionID `json:"sessionId,omitempty,omitzero"`
+	Method    string           `json:"method,omitempty,omitzero"`
+	Params    jsonv2.Value     `json:"params,omitempty,omitzero"`
+	Result    jsonv2.Value     `json:"result,omitempty,omitzero"`
+	Error     *wireError       `json:"error,omitempty,omitzero"`
+}
+
+type wireError struct {
+	Code    int64  `json:"code"`
+	Message string `json:"message"`
+	Data    string `json:"data,omitempty,omitzero"`
+}
+
+var decodeOpts = jsonv2.AllowInvalidUTF8(true)
+
+// Dial opens a websocket connection to the browser endpoint wsURL (for
+// example Browser.WebSocketURL() or the webSocketDebuggerUrl of
+// /json/version). ctx bounds only the handshake; the connection lives until
+// Close or until it is lost.
+func Dial(ctx context.Context, wsURL string, opts ...Option) (*Conn, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	d := websocket.Dialer{
+		Proxy:            http.ProxyFromEnvironment,
+		HandshakeTimeout: o.handshake,
+		ReadBufferSize:   64 << 10,
+		WriteBufferSize:  o.writeBufferSize,
+	}
+	ws, resp, err := d.DialContext(ctx, wsURL, o.header)
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	if err != nil {
+		if resp != nil {
+			return nil, fmt.Errorf("cdp: dial %s: %w (HTTP %s)", redactURL(wsURL), err, resp.Status)
+		}
+		return nil, fmt.Errorf("cdp: dial %s: %w", redactURL(wsURL), err)
+	}
+	ws.SetReadLimit(-1) // screenshots and snapshots can be many MB
+	c := &Conn{
+		ws:          ws,
+		log:         o.logger.Named("cdp"),
+		eventBuffer: o.eventBuffer,
+		url:         wsURL,
+		writeCh:     make(chan []byte),
+		pending:     make(map[int64]*pendingCall),
+		sessions:    make(map[target.SessionID]*Session),
+		subs:        make(map[*Subscription]struct{}),
+		done:        make(chan struct{}),
+	}
+	c.hookCtx, c.hookCancel = context.WithCancel(context.Background())
+	c.browser = c.newSessionLocked("", "", nil, nil)
+	c.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+	return c, nil
+}
+
+// Browser returns the browser-level session (sessionId ""). Target.* commands
+// and browser-wide events go through it.
+func (c *Conn) Browser() *Session { return c.browser }
+
+// Sessions returns the sessions currently attached (not the browser
+// session), in no particular order.
+func (c *Conn) Sessions() []*Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*Session, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		if s != c.browser {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Session returns the attached session with the id, if the connection knows
+// it (attached by AttachToTarget or auto-attach and not yet detached).
+func (c *Conn) Session(id target.SessionID) (*Session, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.sessions[id]
+	return s, ok
+}
+
+// Done is closed when the connection ends (Close, or loss).
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err returns nil while the connection is up; afterwards ErrClosed after
+// Close, or an error wrapping ErrConnectionLost and the cause.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close closes the connection. Pending and later calls fail with ErrClosed,
+// all subscriptions close, and the goroutines of the Conn have ended when
+// Close returns. Close is idempotent and always returns nil. Do not call Close
+// from an attach hook (it waits for the hooks).
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		if c.Err() == nil {
+			// Polite close frame; the deadline bounds a dead peer.
+			_ = c.ws.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""),
+				time.Now().Add(time.Second))
+		}
+		c.fail(ErrClosed)
+	})
+	c.wg.Wait()
+	return nil
+}
+
+// fail ends the connection with err (first error wins): it fails every
+// pending call, ends every session and closes every subscription.
+func (c *Conn) fail(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	close(c.done)
+	for id, p := range c.pending {
+		p.ch <- reply{err: err}
+		delete(c.pending, id)
+	}
+	for id, s := range c.sessions {
+		c.endSessionLocked(s, err, true)
+		delete(c.sessions, id)
+	}
+	for sub := range c.subs {
+		c.closeSubLocked(sub, err)
+	}
+	c.mu.Unlock()
+	c.hookCancel()
+	if err != ErrClosed {
+		c.log.Warn("connection lost", zap.Error(err))
+	}
+	_ = c.ws.Close()
+}
+
+func (c *Conn) writeLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case data := <-c.writeCh:
+			if ce := c.log.Check(zap.DebugLevel, "send"); ce != nil {
+				ce.Write(zap.ByteString("msg", truncate(data)))
+			}
+			if err := c.ws.WriteMessage(websocket.TextMessage, data); err != nil {
+				c.fail(lostError(err))
+				return
+			}
+		case <-c.done:
+			return
+		}
+	}
+}
+
+func (c *Conn) readLoop() {
+	defer c.wg.Done()
+	for {
+		_, data, err := c.ws.ReadMessage()
+		if err != nil {
+			c.fail(lostError(err))
+			return
+		}
+		if ce := c.log.Check(zap.DebugLevel, "recv"); ce != nil {
+			ce.Write(zap.ByteString("msg", truncate(data)))
+		}
+		var msg wireMsg
+		if err := jsonv2.Unmarshal(data, &msg, decodeOpts); err != nil {
+			c.log.Warn("undecodable message ignored", zap.Error(err), zap.ByteString("msg", truncate(data)))
+			continue
+		}
+		if msg.ID != 0 {
+			c.handleReply(&msg)
+			continue
+		}
+		if msg.Method != "" {
+			c.handleEvent(&msg)
+		}
+	}
+}
+
+func (c *Conn) handleReply(msg *wireMsg) {
+	c.mu.Lock()
+	p := c.pending[msg.ID]
+	delete(c.pending, msg.ID)
+	c.mu.Unlock()
+	if p == nil {
+		return // the caller gave up (ctx) or the session already failed
+	}
+	if msg.Error != nil {
+		p.ch <- reply{err: &ProtocolError{Method: p.method, Code: msg.Error.Code, Message: msg.Error.Message, Data: msg.Error.Data}}
+		return
+	}
+	p.ch <- reply{result: msg.Result}
+}
+
+// Event methods the connection itself acts on.
+const (
+	evAttached        = "Target.attachedToTarget"
+	evDetached        = "Target.detachedFromTarget"
+	evTargetCrashed   = "Target.targetCrashed"
+	evInspectorCrash  = "Inspector.targetCrashed"
+	cmdRunIfWaiting   = "Runtime.runIfWaitingForDebugger"
+	cmdSetAutoAttach  = "Target.setAutoAttach"
+	maxLoggedMsgBytes = 2048
+)
+
+func (c *Conn) handleEvent(msg *wireMsg) {
+	// Decode what the connection needs before taking the lock.
+	var (
+		attached target.EventAttachedToTarget
+		detached target.EventDetachedFromTarget
+		crashed  target.EventTargetCrashed
+	)
+	switch msg.Method {
+	case evAttached:
+		if err := jsonv2.Unmarshal(msg.Params, &attached, decodeOpts); err != nil {
+			c.log.Warn("bad attachedToTarget", zap.Error(err))
+		}
+	case evDetached:
+		if err := jsonv2.Unmarshal(msg.Params, &detached, decodeOpts); err != nil {
+			c.log.Warn("bad detachedFromTarget", zap.Error(err))
+		}
+	case evTargetCrashed:
+		if err := jsonv2.Unmarshal(msg.Params, &crashed, decodeOpts); err != nil {
+			c.log.Warn("bad targetCrashed", zap.Error(err))
+		}
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	sess := c.sessions[msg.SessionID]
+	if sess == nil {
+		if ce := c.log.Check(zap.DebugLevel, "event for unknown session dropped"); ce != nil {
+			ce.Write(zap.String("session", string(msg.SessionID)), zap.String("method", msg.Method))
+		}
+		return
+	}
+
+	// A new flat session must exist before its first message is read, and
+	// before subscribers see the attach event.
+	if msg.Method == evAttached && attached.SessionID != "" {
+		child := c.sessions[attached.SessionID]
+		if child == nil {
+			var tid target.ID
+			if attached.TargetInfo != nil {
+				tid = attached.TargetInfo.TargetID
+			}
+			child = c.newSessionLocked(attached.SessionID, tid, attached.TargetInfo, sess)
+		}
+		if sess.autoAttach != nil {
+			child.autoAttach = sess.autoAttach // recursive: the child's own children too
+			c.wg.Add(1)
+			go c.runAttachHook(child, sess.autoAttach, attached.WaitingForDebugger)
+		}
+	}
+
+	ev := Event{Session: sess, Method: msg.Method, Params: msg.Params}
+	for sub := range sess.subs {
+		c.deliverLocked(sub, ev)
+	}
+	for sub := range c.subs {
+		c.deliverLocked(sub, ev)
+	}
+
+	switch msg.Method {
+	case evInspectorCrash:
+		c.endSessionLocked(sess, ErrTargetCrashed, false)
+	case evTargetCrashed:
+		for _, s := range c.sessions {
+			if s.targetID == crashed.TargetID && s.targetID != "" {
+				c.endSessionLocked(s, ErrTargetCrashed, false)
+			}
+		}
+	case evDetached:
+		if s := c.sessions[detached.SessionID]; s != nil && s != c.browser {
+			// Its auto-attached descendants go with it, whether or not the
+			// browser reports them one by one.
+			for id, d := range c.sessions {
+				if d == s || d.descendsFrom(s) {
+					c.endSessionLocked(d, ErrTargetDetached, true)
+					delete(c.sessions, id)
+				}
+			}
+		}
+	}
+}
+
+// runAttachHook runs off the reader goroutine: the user's setup of an
+// auto-attached session, then the recursive auto-attach, then the resume.
+// The resume is sent even when the hook fails, or the page would never load.
+func (c *Conn) runAttachHook(child *Session, aa *autoAttach, waiting bool) {
+	defer c.wg.Done()
+	ctx := c.hookCtx
+	log := c.log.With(zap.String("session", string(child.id)), zap.String("target", string(child.targetID)))
+	if aa.hook != nil {
+		if err := callHook(ctx, aa.hook, child); err != nil {
+			log.Warn("attach hook failed", zap.Error(err))
+		}
+	}
+	if err := child.setAutoAttach(ctx); err != nil {
+		log.Debug("recursive auto-attach failed", zap.Error(err))
+	}
+	if waiting {
+		if err := child.Call(ctx, cmdRunIfWaiting, nil, nil); err != nil {
+			log.Debug("runIfWaitingForDebugger failed", zap.Error(err))
+		}
+	}
+}
+
+func callHook(ctx context.Context, h AttachHook, s *Session) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cdp: attach hook panicked: %v", r)
+		}
+	}()
+	return h(ctx, s)
+}
+
+// endSessionLocked makes s unusable with err (first error wins for calls)
+// and fails its pending calls. With closeSubs, its subscriptions close too.
+func (c *Conn) endSessionLocked(s *Session, err error, closeSubs bool) {
+	if s.err == nil {
+		s.err = err
+		close(s.done)
+		for id, p := range c.pending {
+			if p.sess == s {
+				p.ch <- reply{err: err}
+				delete(c.pending, id)
+			}
+		}
+	}
+	if closeSubs {
+		for sub := range s.subs {
+			c.closeSubLocked(sub, err)
+		}
+	}
+}
+
+func (c *Conn) newSessionLocked(id target.SessionID, tid target.ID, info *target.Info, parent *Session) *Session {
+	s := &Session{
+		conn:     c,
+		id:       id,
+		targetID: tid,
+		parent:   parent,
+		subs:     make(map[*Subscription]struct{}),
+		done:     make(chan struct{}),
+	}
+	if info != nil {
+		cp := *info
+		s.info = &cp
+	}
+	c.sessions[id] = s
+	return s
+}
+
+func truncate(b []byte) []byte {
+	if len(b) > maxLoggedMsgBytes {
+		return b[:maxLoggedMsgBytes]
+	}
+	return b
+}

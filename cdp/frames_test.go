@@ -1,0 +1,218 @@
+package cdp_test
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/cdproto/runtime"
+
+	"github.com/browseragent/browseragent/cdp"
+	"github.com/browseragent/browseragent/internal/testbrowser"
+)
+
+// frameLog is a TCP proxy between a Conn and the browser that records the
+// header of every websocket frame the client sends.
+type frameLog struct {
+	ln     net.Listener
+	target string
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	frames []frameHeader
+	conns  []net.Conn
+}
+
+type frameHeader struct {
+	fin    bool
+	opcode byte
+	length uint64
+}
+
+func newFrameLog(t *testing.T, target string) *frameLog {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &frameLog{ln: ln, target: target}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *frameLog) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go func() { defer p.wg.Done(); _, _ = io.Copy(c, up); c.Close() }()
+		go func() { defer p.wg.Done(); p.clientToServer(c, up); up.Close() }()
+	}
+}
+
+func (p *frameLog) clientToServer(c, up net.Conn) {
+	r := bufio.NewReaderSize(c, 1<<16)
+	// The HTTP upgrade request, up to the blank line.
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		if _, err := io.WriteString(up, line); err != nil {
+			return
+		}
+		if line == "\r\n" {
+			break
+		}
+	}
+	for {
+		var h [2]byte
+		if _, err := io.ReadFull(r, h[:]); err != nil {
+			return
+		}
+		hdr := append([]byte(nil), h[:]...)
+		n := uint64(h[1] & 0x7f)
+		switch n {
+		case 126:
+			var b [2]byte
+			if _, err := io.ReadFull(r, b[:]); err != nil {
+				return
+			}
+			hdr = append(hdr, b[:]...)
+			n = uint64(binary.BigEndian.Uint16(b[:]))
+		case 127:
+			var b [8]byte
+			if _, err := io.ReadFull(r, b[:]); err != nil {
+				return
+			}
+			hdr = append(hdr, b[:]...)
+			n = binary.BigEndian.Uint64(b[:])
+		}
+		if h[1]&0x80 != 0 {
+			var m [4]byte
+			if _, err := io.ReadFull(r, m[:]); err != nil {
+				return
+			}
+			hdr = append(hdr, m[:]...)
+		}
+		p.mu.Lock()
+		p.frames = append(p.frames, frameHeader{fin: h[0]&0x80 != 0, opcode: h[0] & 0x0f, length: n})
+		p.mu.Unlock()
+		if _, err := up.Write(hdr); err != nil {
+			return
+		}
+		if _, err := io.CopyN(up, r, int64(n)); err != nil {
+			return
+		}
+	}
+}
+
+func (p *frameLog) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+func (p *frameLog) dataFrames() []frameHeader {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []frameHeader
+	for _, f := range p.frames {
+		if f.opcode <= 2 { // continuation, text, binary
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TestLargeParamIsOneFrame checks that a command larger than gorilla's
+// default 4 KiB buffer leaves as a single websocket frame.
+func TestLargeParamIsOneFrame(t *testing.T) {
+	env := testbrowser.Start(t)
+	ctx := ctxT(t)
+	u, err := url.Parse(env.Browser.WebSocketURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newFrameLog(t, u.Host)
+	for _, tc := range []struct {
+		name       string
+		size       int
+		opts       []cdp.Option
+		fragmented bool
+	}{
+		{"default buffer, 900 KB", 900 << 10, nil, false},
+		{"4 MiB buffer, 3 MB", 3 << 20, []cdp.Option{cdp.WithWriteBufferSize(4 << 20)}, false},
+		// Control: the proxy does see fragmentation (Chromium 156 accepts it).
+		{"4 KiB buffer, 20 KB", 20 << 10, []cdp.Option{cdp.WithWriteBufferSize(4 << 10)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			proxied := "ws://" + proxy.ln.Addr().String() + u.Path
+			c, err := cdp.Dial(ctx, proxied, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			before := len(proxy.dataFrames())
+			var res runtime.EvaluateResult
+			expr := "'" + strings.Repeat("z", tc.size) + "'.length"
+			tid, err := c.CreateTarget(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.CloseTarget(ctx, tid)
+			sess, err := c.AttachToTarget(ctx, tid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sess.Call(ctx, runtime.CommandEvaluate, runtime.EvaluateParams{Expression: expr, ReturnByValue: ptr(true)}, &res); err != nil {
+				t.Fatal(err)
+			}
+			if string(res.Result.Value) != strconv.Itoa(tc.size) {
+				t.Fatalf("evaluated %s", res.Result.Value)
+			}
+			frames := proxy.dataFrames()[before:]
+			fragments := 0
+			var big []frameHeader
+			for _, f := range frames {
+				if f.opcode == 0 || !f.fin {
+					fragments++
+				}
+				if f.length > uint64(tc.size) {
+					big = append(big, f)
+				}
+			}
+			if tc.fragmented {
+				if fragments == 0 {
+					t.Fatalf("control: expected fragments, got %+v", frames)
+				}
+				return
+			}
+			if fragments != 0 || len(big) != 1 {
+				t.Fatalf("want one unfragmented frame carrying the %d-byte param, got %d fragments, big frames %+v", tc.size, fragments, big)
+			}
+		})
+	}
+}

@@ -1,0 +1,400 @@
+package cdp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// EnvChrome names the environment variable that overrides the browser
+// binary.
+const EnvChrome = "BROWSERAGENT_CHROME"
+
+// ProfilePrefix is the name prefix of temporary profile directories made by
+// Launch under os.TempDir(). Launch reaps leftovers with this prefix whose
+// owner process is dead.
+const ProfilePrefix = "browseragent-profile-"
+
+// ownerFile is written in every temporary profile; it holds the PID of the
+// Go process that owns the browser.
+const ownerFile = "browseragent-owner"
+
+// Launch defaults.
+const (
+	DefaultStartTimeout = 30 * time.Second
+	DefaultWindowWidth  = 1280
+	DefaultWindowHeight = 800
+)
+
+// debianRealChromium is the binary that Debian's /usr/bin/chromium shell
+// wrapper execs. Starting it directly skips the wrapper's extra flags from
+// /etc/chromium.d (extensions, GPU switches) and its noisy dev-shm check.
+const debianRealChromium = "/usr/lib/chromium/chromium"
+
+// FindChrome returns the browser binary to launch, in this order:
+// $BROWSERAGENT_CHROME (must exist), Debian's real binary
+// /usr/lib/chromium/chromium, then chromium, chromium-browser, google-chrome,
+// google-chrome-stable on PATH. It returns an error wrapping
+// ErrBrowserNotFound when none exists.
+func FindChrome() (string, error) {
+	if p := os.Getenv(EnvChrome); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%w: %s=%q: %v", ErrBrowserNotFound, EnvChrome, p, err)
+		}
+		return p, nil
+	}
+	if st, err := os.Stat(debianRealChromium); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+		return debianRealChromium, nil
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", ErrBrowserNotFound
+}
+
+// LaunchOptions configure Launch. The zero value launches a headless browser
+// with a temporary profile and the default flags.
+type LaunchOptions struct {
+	// ExecPath is the browser binary; "" means FindChrome.
+	ExecPath string
+	// Headful shows a window (needs a display). Default headless (--headless=new).
+	Headful bool
+	// UserDataDir is the profile directory; "" makes a temporary one under
+	// os.TempDir() (named ProfilePrefix*) that Close removes. A given
+	// directory is kept.
+	UserDataDir string
+	// WindowWidth and WindowHeight set --window-size; 0 means
+	// DefaultWindowWidth x DefaultWindowHeight.
+	WindowWidth, WindowHeight int
+	// Flags are extra command-line switches ("--name" or "--name=value"),
+	// appended after the defaults (a later switch wins in Chromium).
+	Flags []string
+	// NoDefaultFlags drops DefaultFlags (the debugging port, profile, headless,
+	// sandbox and window flags are still set).
+	NoDefaultFlags bool
+	// Env is added to the browser's environment.
+	Env []string
+	// StartTimeout bounds the wait for DevToolsActivePort; 0 means
+	// DefaultStartTimeout.
+	StartTimeout time.Duration
+	// Logger receives the browser's stdout/stderr at debug level; nil is Nop.
+	Logger *zap.Logger
+}
+
+// DefaultFlags are passed to every launched browser unless
+// LaunchOptions.NoDefaultFlags. They keep an automated browser quiet and
+// deterministic: no background network traffic, updates, sync, first-run UI,
+// throttling of background tabs, or popup blocking (the agent decides about
+// popups). Site isolation stays on, so cross-site iframes are OOPIFs.
+var DefaultFlags = []string{
+	"--no-first-run",
+	"--no-default-browser-check",
+	"--disable-background-networking",
+	"--disable-component-update",
+	"--disable-sync",
+	"--disable-dev-shm-usage",
+	"--disable-breakpad",
+	"--disable-client-side-phishing-detection",
+	"--disable-default-apps",
+	"--disable-extensions",
+	"--disable-hang-monitor",
+	"--disable-popup-blocking",
+	"--disable-prompt-on-repost",
+	"--disable-background-timer-throttling",
+	"--disable-backgrounding-occluded-windows",
+	"--disable-renderer-backgrounding",
+	"--disable-ipc-flooding-protection",
+	"--disable-features=Translate,MediaRouter,OptimizationHints",
+	"--metrics-recording-only",
+	"--password-store=basic",
+	"--use-mock-keychain",
+	"--force-color-profile=srgb",
+	"--mute-audio",
+}
+
+// Browser is a launched browser process. Its owner must call Close.
+type Browser struct {
+	cmd      *exec.Cmd
+	pid      int
+	wsURL    string
+	profile  string
+	tempDir  bool
+	log      *zap.Logger
+	done     chan struct{}
+	waitErr  error // set before done closes
+	closeMu  sync.Mutex
+	closed   bool
+	closeErr error
+}
+
+// WebSocketURL returns the browser's DevTools websocket URL
+// (ws://127.0.0.1:PORT/devtools/browser/UUID).
+func (b *Browser) WebSocketURL() string { return b.wsURL }
+
+// PID returns the browser's process id (also its process group id).
+func (b *Browser) PID() int { return b.pid }
+
+// UserDataDir returns the profile directory.
+func (b *Browser) UserDataDir() string { return b.profile }
+
+// Done is closed when the browser process has exited and been reaped.
+func (b *Browser) Done() <-chan struct{} { return b.done }
+
+// Wait blocks until the process exits and returns its exit error (nil for
+// a clean exit).
+func (b *Browser) Wait() error {
+	<-b.done
+	return b.waitErr
+}
+
+// Close kills the browser's whole process group, waits for the process to be
+// reaped and the group to be empty (bounded by ctx), and removes a temporary profile (retrying briefly
+// while the dying browser still writes to it). Close is idempotent; later
+// calls return the first result.
+func (b *Browser) Close(ctx context.Context) error {
+	b.closeMu.Lock()
+	defer b.closeMu.Unlock()
+	if b.closed {
+		return b.closeErr
+	}
+	select {
+	case <-b.done:
+		// Already reaped: its PID may be reused, so only the group is killed.
+		killGroup(-b.pid)
+	default:
+		killGroup(b.pid)
+	}
+	select {
+	case <-b.done:
+	case <-ctx.Done():
+		b.closeErr = fmt.Errorf("cdp: waiting for browser %d to exit: %w", b.pid, ctx.Err())
+		return b.closeErr // not marked closed: a later Close may finish the job
+	}
+	b.closed = true
+	// Helpers (zygote, renderers) die a little after the leader; the profile
+	// is theirs too until they are gone.
+	if err := waitGroupGone(ctx, b.pid); err != nil {
+		b.log.Warn("browser helpers still alive after SIGKILL", zap.Int("pgid", b.pid), zap.Error(err))
+	}
+	if b.tempDir {
+		b.closeErr = removeAllRetry(ctx, b.profile)
+	}
+	return b.closeErr
+}
+
+// Launch starts a browser and waits until its DevTools endpoint is up. It
+// first reaps leftovers of earlier runs whose owner died (see ReapLeftovers).
+// ctx bounds the start only; the browser lives until Close (or until this Go
+// process dies: on Linux the browser gets SIGKILL then).
+func Launch(ctx context.Context, opts LaunchOptions) (*Browser, error) {
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log = log.Named("chrome")
+	bin := opts.ExecPath
+	if bin == "" {
+		var err error
+		if bin, err = FindChrome(); err != nil {
+			return nil, err
+		}
+	}
+	if n, err := ReapLeftovers(); err != nil {
+		log.Debug("reaping leftovers", zap.Error(err))
+	} else if n > 0 {
+		log.Info("reaped leftover browsers of dead owners", zap.Int("count", n))
+	}
+
+	b := &Browser{log: log, done: make(chan struct{}), profile: opts.UserDataDir}
+	if b.profile == "" {
+		dir, err := os.MkdirTemp("", ProfilePrefix+"*")
+		if err != nil {
+			return nil, fmt.Errorf("cdp: making profile dir: %w", err)
+		}
+		b.profile, b.tempDir = dir, true
+		if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("cdp: writing owner marker: %w", err)
+		}
+	} else if err := os.MkdirAll(b.profile, 0o700); err != nil {
+		return nil, fmt.Errorf("cdp: making profile dir: %w", err)
+	}
+	portFile := filepath.Join(b.profile, "DevToolsActivePort")
+	_ = os.Remove(portFile) // stale from an earlier run of a given profile
+
+	cleanup := func() {
+		if b.tempDir {
+			_ = removeAllRetry(context.Background(), b.profile)
+		}
+	}
+
+	args := buildArgs(opts, b.profile)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), opts.Env...)
+	out := &logWriter{log: log}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = 5 * time.Second // a grandchild holding the pipe must not hang Wait
+	setProcAttrs(cmd)
+	b.cmd = cmd
+
+	started := make(chan error, 1)
+	go b.run(started) // owns the process: starts it and waits for it
+	if err := <-started; err != nil {
+		cleanup()
+		return nil, fmt.Errorf("cdp: starting %s: %w", bin, err)
+	}
+	b.pid = cmd.Process.Pid
+	log.Debug("browser started", zap.Int("pid", b.pid), zap.String("bin", bin), zap.Strings("args", args))
+
+	timeout := opts.StartTimeout
+	if timeout <= 0 {
+		timeout = DefaultStartTimeout
+	}
+	ws, err := waitPortFile(ctx, portFile, timeout, b.done)
+	if err != nil {
+		killGroup(b.pid)
+		<-b.done
+		cleanup()
+		if errors.Is(err, ErrBrowserExited) {
+			return nil, fmt.Errorf("%w (%v); output: %s", err, b.waitErr, out.tail())
+		}
+		return nil, err
+	}
+	b.wsURL = ws
+	return b, nil
+}
+
+// run starts the process and waits for it on one goroutine that stays locked
+// to its OS thread: Pdeathsig fires when the *thread* that forked the child
+// exits (go.dev/issue/27505), so that thread must live as long as the child.
+func (b *Browser) run(started chan<- error) {
+	lockThread()
+	defer unlockThread()
+	if err := b.cmd.Start(); err != nil {
+		started <- err
+		close(b.done)
+		return
+	}
+	started <- nil
+	b.waitErr = b.cmd.Wait()
+	b.log.Debug("browser exited", zap.Int("pid", b.cmd.Process.Pid), zap.NamedError("status", b.waitErr))
+	close(b.done)
+}
+
+func buildArgs(opts LaunchOptions, profile string) []string {
+	var args []string
+	args = append(args, "--remote-debugging-port=0", "--user-data-dir="+profile)
+	if !opts.NoDefaultFlags {
+		args = append(args, DefaultFlags...)
+	}
+	if !opts.Headful {
+		args = append(args, "--headless=new", "--disable-gpu", "--hide-scrollbars")
+	}
+	if os.Geteuid() == 0 {
+		args = append(args, "--no-sandbox") // Chromium refuses to run as root with the sandbox
+	}
+	w, h := opts.WindowWidth, opts.WindowHeight
+	if w <= 0 {
+		w = DefaultWindowWidth
+	}
+	if h <= 0 {
+		h = DefaultWindowHeight
+	}
+	args = append(args, fmt.Sprintf("--window-size=%d,%d", w, h))
+	args = append(args, opts.Flags...)
+	return append(args, "about:blank")
+}
+
+// waitPortFile polls DevToolsActivePort ("PORT\n/devtools/browser/UUID").
+func waitPortFile(ctx context.Context, path string, timeout time.Duration, exited <-chan struct{}) (string, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if data, err := os.ReadFile(path); err == nil {
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			if len(lines) == 2 {
+				if port, err := strconv.Atoi(strings.TrimSpace(lines[0])); err == nil && port > 0 {
+					return fmt.Sprintf("ws://127.0.0.1:%d%s", port, strings.TrimSpace(lines[1])), nil
+				}
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-exited:
+			return "", ErrBrowserExited
+		case <-deadline.C:
+			return "", fmt.Errorf("%w (%s)", ErrLaunchTimeout, timeout)
+		case <-ctx.Done():
+			return "", fmt.Errorf("cdp: launching browser: %w", ctx.Err())
+		}
+	}
+}
+
+func removeAllRetry(ctx context.Context, dir string) error {
+	var err error
+	for i := 0; i < 20; i++ {
+		if err = os.RemoveAll(dir); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cdp: removing profile %s: %w", dir, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("cdp: removing profile %s: %w", dir, err)
+}
+
+// logWriter turns the browser's output into debug log lines and keeps the
+// last few lines for error messages. It never blocks the browser.
+type logWriter struct {
+	log  *zap.Logger
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	last []string
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	for {
+		line, err := w.buf.ReadString('\n')
+		if err == io.EOF {
+			w.buf.Reset()
+			if len(line) > 64<<10 {
+				line = line[:64<<10] // a runaway line must not grow without bound
+			}
+			w.buf.WriteString(line) // partial line, keep
+			break
+		}
+		line = strings.TrimRight(line, "\r\n")
+		w.log.Debug(line)
+		w.last = append(w.last, line)
+		if len(w.last) > 10 {
+			w.last = w.last[1:]
+		}
+	}
+	return len(p), nil
+}
+
+func (w *logWriter) tail() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.last, " | ")
+}

@@ -1,0 +1,133 @@
+//go:build linux
+
+package cdp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func setProcAttrs(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid:   true,            // own group: Close kills renderers and helpers too
+		Pdeathsig: syscall.SIGKILL, // the browser dies with this process (see Browser.run)
+	}
+}
+
+func lockThread()   { runtime.LockOSThread() }
+func unlockThread() { runtime.UnlockOSThread() }
+
+// killGroup SIGKILLs the process group led by pid (Launch makes the browser
+// a group leader), and pid itself in case it left the group. A negative pid
+// kills only the group -pid.
+func killGroup(pid int) {
+	if pid < 0 {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return
+	}
+	if pid == 0 {
+		return
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// waitGroupGone waits (bounded by ctx and 10 s) until no process of group
+// pgid exists, killing again meanwhile.
+func waitGroupGone(ctx context.Context, pgid int) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := syscall.Kill(-pgid, 0)
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process group %d not empty", pgid)
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// processAlive reports whether pid exists (a zombie counts as alive).
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// ReapLeftovers kills browsers left by earlier runs that died without Close,
+// and removes their profiles. It considers only temporary profiles made by
+// Launch (os.TempDir()/ProfilePrefix*) whose owner marker names a process
+// that no longer exists; a profile without a marker (being created right now)
+// or with a live owner is left alone. It returns how many browser processes
+// it killed. Launch calls it; calling it directly is safe too.
+func ReapLeftovers() (int, error) {
+	tmp := os.TempDir()
+	dirs, err := filepath.Glob(filepath.Join(tmp, ProfilePrefix+"*"))
+	if err != nil {
+		return 0, err
+	}
+	dead := map[string]bool{}
+	for _, d := range dirs {
+		data, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue
+		}
+		owner, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil || owner == os.Getpid() || processAlive(owner) {
+			continue
+		}
+		dead[filepath.Clean(d)] = true
+	}
+	if len(dead) == 0 {
+		return 0, nil
+	}
+	killed := 0
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		for _, arg := range bytes.Split(cmdline, []byte{0}) {
+			dir, ok := strings.CutPrefix(string(arg), "--user-data-dir=")
+			if !ok || !dead[filepath.Clean(dir)] {
+				continue
+			}
+			if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			killed++
+			break
+		}
+	}
+	var errs []error
+	for d := range dead {
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return killed, errors.Join(errs...)
+}
