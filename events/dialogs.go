@@ -1,0 +1,31 @@
+package events
+
+// DialogOpenedEvent reports a JavaScript dialog (alert, confirm, prompt,
+// beforeunload). Emitted by the popups watchdog (Page.javascriptDialogOpening);
+// handled by the trace and the agent's action fence (verdict "dialog"). The
+// popups watchdog's dialog policy decides; DialogHandled reports the decision.
+type DialogOpenedEvent struct {
+	TargetID      string
+	FrameID       string
+	Type          string
+	Message       string
+	URL           string
+	DefaultPrompt string
+}
+
+// DialogOpened reports a dialog (300 s).
+var DialogOpened = def[DialogOpenedEvent, None]("DialogOpened", 300*sec)
+
+// DialogHandledEvent reports how a dialog was answered (beyond upstream, for
+// the audit trace). Emitted by the popups watchdog.
+type DialogHandledEvent struct {
+	TargetID   string
+	Type       string
+	Message    string
+	Accepted   bool
+	PromptText string
+	DecidedBy  string // policy name
+}
+
+// DialogHandled reports a dialog decision (10 s; not upstream).
+var DialogHandled = def[DialogHandledEvent, None]("DialogHandled", 10*sec)
