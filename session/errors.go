@@ -1,0 +1,57 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of the session. Errors returned by the session wrap them.
+var (
+	// ErrNotStarted is returned by methods that need a running session.
+	ErrNotStarted = errors.New("session: not started")
+	// ErrAlreadyStarted is returned by Start on a running session.
+	ErrAlreadyStarted = errors.New("session: already started")
+	// ErrNoTab is returned when the session has no tab to act on.
+	ErrNoTab = errors.New("session: no tab")
+	// ErrTabNotFound is returned for a tab id the session does not know.
+	ErrTabNotFound = errors.New("session: tab not found")
+	// ErrElementNotFound is returned for an element index that is not in the
+	// selector map of the last observation. The caller must request a new
+	// browser state; the index may belong to an older page.
+	ErrElementNotFound = errors.New("session: element index not in the current page state")
+	// ErrNavigation is wrapped by a navigation the browser refused or failed.
+	ErrNavigation = errors.New("session: navigation failed")
+)
+
+// ElementNotFoundError names the index that was not found.
+type ElementNotFoundError struct {
+	Index int
+	// MapSize is the number of elements of the current selector map; zero
+	// when no browser state was taken yet (or its DOM build failed).
+	MapSize int
+}
+
+func (e *ElementNotFoundError) Error() string {
+	if e.MapSize == 0 {
+		return fmt.Sprintf("element index %d is unknown: no page state with element indexes exists; request the browser state first", e.Index)
+	}
+	return fmt.Sprintf("element index %d is not in the current page state (%d indexed elements); the page may have changed, request the browser state again", e.Index, e.MapSize)
+}
+
+// Unwrap makes errors.Is(err, ErrElementNotFound) hold.
+func (e *ElementNotFoundError) Unwrap() error { return ErrElementNotFound }
+
+// NavigationError is a navigation the browser reported as failed, such as
+// net::ERR_NAME_NOT_RESOLVED or net::ERR_BLOCKED_BY_CLIENT (a policy
+// interception refused the request or one of its redirects).
+type NavigationError struct {
+	URL       string
+	ErrorText string
+}
+
+func (e *NavigationError) Error() string {
+	return fmt.Sprintf("navigation to %s failed: %s", e.URL, e.ErrorText)
+}
+
+// Unwrap makes errors.Is(err, ErrNavigation) hold.
+func (e *NavigationError) Unwrap() error { return ErrNavigation }

@@ -1,0 +1,189 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/chromedp/cdproto/target"
+	"go.uber.org/zap"
+
+	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/events"
+)
+
+// HandlerName is the name of the session's own handlers on the bus. A policy
+// handler that must run before navigation registers with
+// bus.Before(session.HandlerName) or bus.First().
+const HandlerName = "session"
+
+// registerHandlers registers the session's own handlers: navigation, history,
+// tabs. They run after any guard placed before them.
+func (s *Session) registerHandlers(b *bus.Bus) error {
+	return errors.Join(
+		handle(b, events.NavigateToURL, s.onNavigate),
+		handle(b, events.GoBack, func(ctx context.Context, _ events.GoBackEvent) (events.HistoryResult, error) {
+			return s.onHistory(ctx, -1)
+		}),
+		handle(b, events.GoForward, func(ctx context.Context, _ events.GoForwardEvent) (events.HistoryResult, error) {
+			return s.onHistory(ctx, +1)
+		}),
+		handle(b, events.Refresh, s.onRefresh),
+		handle(b, events.SwitchTab, s.onSwitchTab),
+		handle(b, events.CloseTab, s.onCloseTab),
+	)
+}
+
+func handle[E, R any](b *bus.Bus, k bus.Kind[E, R], h func(context.Context, E) (R, error)) error {
+	_, err := bus.Handle(b, k, HandlerName, h)
+	return err
+}
+
+// report dispatches a report event as a child of the running handler and
+// waits for its handlers, so that when a navigation returns its observers
+// have seen it. Their errors are logged and reach the trace; they do not fail
+// the navigation.
+func report[E, R any](ctx context.Context, s *Session, k bus.Kind[E, R], ev E) {
+	b := s.Bus()
+	if b == nil {
+		return
+	}
+	if _, err := bus.Call(ctx, b, k, ev); err != nil && !errors.Is(err, bus.ErrNoHandler) {
+		s.log.Debug("report handler failed", zap.String("event", k.Name), zap.Error(err))
+	}
+}
+
+func (s *Session) evidence(ctx context.Context) events.Evidence {
+	s.mu.Lock()
+	ev := events.Evidence{FocusedTarget: string(s.focus), TabCount: len(s.tabs)}
+	s.mu.Unlock()
+	if fp, err := s.Fingerprint(ctx, ""); err == nil {
+		ev.URL, ev.Fingerprint = fp.URL, fp.String()
+	} else {
+		ev.URL = s.tabURL(target.ID(ev.FocusedTarget))
+	}
+	return ev
+}
+
+func (s *Session) onNavigate(ctx context.Context, ev events.NavigateToURLEvent) (events.NavigateResult, error) {
+	var res events.NavigateResult
+	before := s.evidence(ctx)
+	id := target.ID(before.FocusedTarget)
+	if ev.NewTab {
+		nid, err := s.openTab(ctx)
+		if err != nil {
+			return res, err
+		}
+		if err := s.switchTab(ctx, nid); err != nil {
+			return res, err
+		}
+		emit(ctx, s, events.AgentFocusChanged, events.AgentFocusChangedEvent{TargetID: string(nid), URL: "about:blank"})
+		id = nid
+	}
+	if id == "" {
+		return res, ErrNoTab
+	}
+	report(ctx, s, events.NavigationStarted, events.NavigationStartedEvent{TargetID: string(id), URL: ev.URL})
+	out, err := s.navigateTab(ctx, id, ev.URL)
+	complete := events.NavigationCompleteEvent{TargetID: string(id), URL: out.URL, LoadingStatus: out.Loading}
+	if err != nil {
+		complete.ErrorMessage = err.Error()
+	}
+	report(ctx, s, events.NavigationComplete, complete)
+	res.TargetID, res.URL = string(id), out.URL
+	res.Outcome = s.outcome(ctx, before, err)
+	if out.Download {
+		res.Outcome.Verdict, res.Outcome.Detail = events.VerdictDownload, "the URL started a download"
+	} else if out.Loading != "" {
+		res.Outcome.Detail = out.Loading
+	}
+	return res, err
+}
+
+func (s *Session) onHistory(ctx context.Context, delta int) (events.HistoryResult, error) {
+	before := s.evidence(ctx)
+	out, err := s.historyStep(ctx, target.ID(before.FocusedTarget), delta)
+	res := events.HistoryResult{Outcome: s.outcome(ctx, before, err)}
+	if out.Loading != "" {
+		res.Outcome.Detail = out.Loading
+	}
+	return res, err
+}
+
+func (s *Session) onRefresh(ctx context.Context, _ events.RefreshEvent) (events.HistoryResult, error) {
+	before := s.evidence(ctx)
+	out, err := s.reloadTab(ctx, target.ID(before.FocusedTarget))
+	res := events.HistoryResult{Outcome: s.outcome(ctx, before, err)}
+	if err == nil && res.Outcome.Verdict == events.VerdictNoChange {
+		// A reload replaces the document even when it looks the same.
+		res.Outcome.Verdict = events.VerdictChanged
+	}
+	if out.Loading != "" {
+		res.Outcome.Detail = out.Loading
+	}
+	return res, err
+}
+
+func (s *Session) onSwitchTab(ctx context.Context, ev events.SwitchTabEvent) (events.SwitchTabResult, error) {
+	var id target.ID
+	if ev.TargetID == "" {
+		s.mu.Lock()
+		if n := len(s.tabOrder); n > 0 {
+			id = s.tabOrder[n-1]
+		}
+		s.mu.Unlock()
+		if id == "" {
+			return events.SwitchTabResult{}, ErrNoTab
+		}
+	} else {
+		full, err := s.ResolveTab(ev.TargetID)
+		if err != nil {
+			return events.SwitchTabResult{}, err
+		}
+		id = target.ID(full)
+	}
+	if err := s.switchTab(ctx, id); err != nil {
+		return events.SwitchTabResult{}, err
+	}
+	url := s.tabURL(id)
+	emit(ctx, s, events.AgentFocusChanged, events.AgentFocusChangedEvent{TargetID: string(id), URL: url})
+	return events.SwitchTabResult{TargetID: string(id), URL: url}, nil
+}
+
+func (s *Session) onCloseTab(ctx context.Context, ev events.CloseTabEvent) (events.None, error) {
+	full, err := s.ResolveTab(ev.TargetID)
+	if err != nil {
+		return events.None{}, err
+	}
+	return events.None{}, s.closeTab(ctx, target.ID(full))
+}
+
+// Outcome compares the evidence taken before an action with the page now
+// and names the verdict. Action watchdogs use it so that every action's
+// verdict is decided the same way. A non-nil err makes the verdict failed.
+func (s *Session) Outcome(ctx context.Context, before events.Evidence, err error) events.ActionOutcome {
+	return s.outcome(ctx, before, err)
+}
+
+// Evidence reads the focused tab's evidence (URL, focus, fingerprint, tabs)
+// for an action's before/after comparison.
+func (s *Session) Evidence(ctx context.Context) events.Evidence { return s.evidence(ctx) }
+
+func (s *Session) outcome(ctx context.Context, before events.Evidence, err error) events.ActionOutcome {
+	after := s.evidence(ctx)
+	o := events.ActionOutcome{Before: before, After: after}
+	switch {
+	case err != nil:
+		o.Verdict, o.Detail = events.VerdictFailed, err.Error()
+	case after.TabCount > before.TabCount:
+		o.Verdict = events.VerdictNewTab
+		o.Detail = fmt.Sprintf("%d new tab(s) opened", after.TabCount-before.TabCount)
+	case after.FocusedTarget != before.FocusedTarget || after.URL != before.URL:
+		o.Verdict = events.VerdictNavigated
+	case after.Fingerprint != before.Fingerprint:
+		o.Verdict = events.VerdictChanged
+	default:
+		o.Verdict = events.VerdictNoChange
+	}
+	return o
+}

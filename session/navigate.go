@@ -1,0 +1,277 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"time"
+
+	cdpproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
+
+	"github.com/browseragent/browseragent/cdp"
+)
+
+// navOutcome is what a navigation reports.
+type navOutcome struct {
+	TargetID string
+	URL      string
+	// Loading is empty when the page became ready, else why the wait ended
+	// early (the page is still loading; that is not an error).
+	Loading string
+	// Download is true when the URL started a download instead of a page.
+	Download bool
+}
+
+// loadWait returns how long to wait for readiness after a navigation from
+// one URL to another: the profile's NavigationTimeout, else the same-site or
+// cross-site wait.
+func (s *Session) loadWait(from, to string) time.Duration {
+	if s.profile.NavigationTimeout > 0 {
+		return s.profile.NavigationTimeout
+	}
+	if sameSite(from, to) {
+		return s.profile.SameSiteLoadWait
+	}
+	return s.profile.CrossSiteLoadWait
+}
+
+func sameSite(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ua.Host != "" && ua.Host == ub.Host && (ua.Scheme == "http" || ua.Scheme == "https")
+}
+
+// openTab creates a blank tab, waits until it is attached and prepared, and
+// returns its id. The tab is the session's: closed on Stop when remote.
+func (s *Session) openTab(ctx context.Context) (target.ID, error) {
+	conn := s.Conn()
+	if conn == nil {
+		return "", ErrNotStarted
+	}
+	id, err := conn.CreateTarget(ctx, "about:blank")
+	if err != nil {
+		return "", fmt.Errorf("session: opening a tab: %w", err)
+	}
+	s.mu.Lock()
+	s.created[id] = true
+	s.mu.Unlock()
+	wait, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := s.waitTabReady(wait, id); err != nil {
+		return "", fmt.Errorf("session: new tab %s did not attach: %w", id, err)
+	}
+	return id, nil
+}
+
+// navigateTab loads rawURL in the tab and waits, within the readiness bound,
+// for the page to load and the network to settle.
+func (s *Session) navigateTab(ctx context.Context, id target.ID, rawURL string) (navOutcome, error) {
+	out := navOutcome{TargetID: string(id), URL: rawURL}
+	cs, err := s.PageSession(string(id))
+	if err != nil {
+		return out, err
+	}
+	from := s.tabURL(id)
+	lc := cs.SubscribeEvents("Page.lifecycleEvent")
+	defer lc.Cancel()
+	res, err := cdpproto.Call(ctx, cs, page.Navigate, page.NavigateParams{URL: rawURL, TransitionType: page.TransitionTypeTyped})
+	if err != nil {
+		return out, fmt.Errorf("session: navigate to %s: %w", rawURL, err)
+	}
+	if res.IsDownload {
+		// Chromium reports a download as an aborted navigation too.
+		out.Download = true
+		return out, nil
+	}
+	if res.ErrorText != "" {
+		return out, &NavigationError{URL: rawURL, ErrorText: res.ErrorText}
+	}
+	if res.LoaderID != "" {
+		out.Loading = waitReady(ctx, lc, string(res.LoaderID), "", s.loadWait(from, rawURL))
+	}
+	out.URL = s.currentURL(ctx, cs, rawURL)
+	return out, nil
+}
+
+// waitReady waits for the lifecycle of one load: done at networkIdle, or a
+// short settle after load. loaderID, when set, selects the load; otherwise
+// frameID (the main frame) does. It returns "" when ready, or a description of
+// why it stopped waiting.
+func waitReady(ctx context.Context, lc *cdp.Subscription, loaderID, frameID string, bound time.Duration) string {
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	var settle <-chan time.Time
+	loaded := false
+	for {
+		select {
+		case <-ctx.Done():
+			return "wait cancelled: " + ctx.Err().Error()
+		case <-deadline.C:
+			if loaded {
+				return "" // loaded; the network just never went idle
+			}
+			return fmt.Sprintf("page still loading after %s", bound)
+		case <-settle:
+			return ""
+		case ev, ok := <-lc.C():
+			if !ok {
+				if err := lc.Err(); err != nil {
+					return "lost the page while waiting: " + err.Error()
+				}
+				return "lost the page while waiting"
+			}
+			var e page.EventLifecycleEvent
+			if ev.Decode(&e) != nil {
+				continue
+			}
+			if loaderID != "" && string(e.LoaderID) != loaderID {
+				continue
+			}
+			if loaderID == "" && frameID != "" && string(e.FrameID) != frameID {
+				continue
+			}
+			switch e.Name {
+			case "networkIdle":
+				return ""
+			case "load":
+				if !loaded {
+					loaded = true
+					settle = time.After(500 * time.Millisecond)
+				}
+			}
+		}
+	}
+}
+
+// currentURL asks the tab for its URL, falling back to want.
+func (s *Session) currentURL(ctx context.Context, cs *cdp.Session, want string) string {
+	h, err := cdpproto.Call(ctx, cs, page.GetNavigationHistory, cdpproto.Empty{})
+	if err != nil || h.CurrentIndex < 0 || int(h.CurrentIndex) >= len(h.Entries) {
+		return want
+	}
+	u := h.Entries[h.CurrentIndex].URL
+	s.mu.Lock()
+	if t := s.tabs[cs.TargetID()]; t != nil {
+		t.url = u
+	}
+	s.mu.Unlock()
+	return u
+}
+
+// historyStep goes back (delta -1) or forward (+1) in the tab's history.
+func (s *Session) historyStep(ctx context.Context, id target.ID, delta int) (navOutcome, error) {
+	out := navOutcome{TargetID: string(id)}
+	cs, err := s.PageSession(string(id))
+	if err != nil {
+		return out, err
+	}
+	h, err := cdpproto.Call(ctx, cs, page.GetNavigationHistory, cdpproto.Empty{})
+	if err != nil {
+		return out, fmt.Errorf("session: reading history: %w", err)
+	}
+	i := int(h.CurrentIndex) + delta
+	if i < 0 || i >= len(h.Entries) {
+		dir := "back"
+		if delta > 0 {
+			dir = "forward"
+		}
+		return out, fmt.Errorf("%w: no history entry to go %s to", ErrNavigation, dir)
+	}
+	lc := cs.SubscribeEvents("Page.lifecycleEvent")
+	defer lc.Cancel()
+	from := h.Entries[h.CurrentIndex].URL
+	to := h.Entries[i].URL
+	if _, err := cdpproto.Call(ctx, cs, page.NavigateToHistoryEntry, page.NavigateToHistoryEntryParams{EntryID: h.Entries[i].ID}); err != nil {
+		return out, fmt.Errorf("session: history navigation: %w", err)
+	}
+	if !sameDocument(from, to) {
+		out.Loading = waitReady(ctx, lc, "", string(id), s.loadWait(from, to))
+	}
+	out.URL = s.currentURL(ctx, cs, to)
+	return out, nil
+}
+
+// reloadTab reloads the tab and waits for it.
+func (s *Session) reloadTab(ctx context.Context, id target.ID) (navOutcome, error) {
+	out := navOutcome{TargetID: string(id)}
+	cs, err := s.PageSession(string(id))
+	if err != nil {
+		return out, err
+	}
+	lc := cs.SubscribeEvents("Page.lifecycleEvent")
+	defer lc.Cancel()
+	from := s.tabURL(id)
+	if _, err := cdpproto.Call(ctx, cs, page.Reload, page.ReloadParams{}); err != nil {
+		return out, fmt.Errorf("session: reload: %w", err)
+	}
+	out.Loading = waitReady(ctx, lc, "", string(id), s.loadWait(from, from))
+	out.URL = s.currentURL(ctx, cs, from)
+	return out, nil
+}
+
+// sameDocument reports whether two URLs differ only by fragment.
+func sameDocument(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	ua.Fragment, ub.Fragment = "", ""
+	return ua.String() == ub.String()
+}
+
+// switchTab focuses a tab and brings it to the front.
+func (s *Session) switchTab(ctx context.Context, id target.ID) error {
+	s.mu.Lock()
+	t := s.tabs[id]
+	conn := s.conn
+	if t == nil {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrTabNotFound, id)
+	}
+	changed := s.focus != id
+	if changed && s.focus != "" {
+		s.focusLog = append(s.focusLog, s.focus)
+	}
+	s.focus = id
+	if changed {
+		s.selector = nil
+	}
+	s.mu.Unlock()
+	if err := conn.ActivateTarget(ctx, id); err != nil {
+		return fmt.Errorf("session: activating tab: %w", err)
+	}
+	return nil
+}
+
+// closeTab closes a tab and waits until the session saw it go.
+func (s *Session) closeTab(ctx context.Context, id target.ID) error {
+	conn := s.Conn()
+	if conn == nil {
+		return ErrNotStarted
+	}
+	if err := conn.CloseTarget(ctx, id); err != nil {
+		return fmt.Errorf("session: closing tab: %w", err)
+	}
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		s.mu.Lock()
+		_, open := s.tabs[id]
+		ch := s.changed
+		s.mu.Unlock()
+		if !open {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-wait.Done():
+			return fmt.Errorf("session: tab %s did not close: %w", id, wait.Err())
+		}
+	}
+}

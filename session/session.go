@@ -1,0 +1,767 @@
+// Package session owns one browser — launched or connected — with its CDP
+// connection, its event bus and its watchdogs. Its public methods dispatch
+// events on the bus; watchdogs and the session's own handlers do the work.
+//
+// Lifecycle: New, then Start; Stop ends everything Start began (browser
+// process, goroutines, temporary profile) and Start may be called again.
+// Each Start makes a fresh bus and attaches the watchdogs to it, so handlers
+// registered directly on a previous bus do not survive a restart; register
+// them through a [Watchdog] instead.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	cdpproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
+	"go.uber.org/zap"
+
+	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/cdp"
+	"github.com/browseragent/browseragent/events"
+)
+
+// Option configures a Session.
+type Option func(*Session)
+
+// WithLogger sets the logger; the default is zap.NewNop().
+func WithLogger(l *zap.Logger) Option {
+	return func(s *Session) {
+		if l != nil {
+			s.log = l
+		}
+	}
+}
+
+// WithWatchdogs adds watchdogs, attached in the order given on every Start.
+// A watchdog replaces an earlier one of the same name at its position.
+func WithWatchdogs(ws ...Watchdog) Option {
+	return func(s *Session) {
+		for _, w := range ws {
+			if i := slices.IndexFunc(s.watchdogs, func(o Watchdog) bool { return o.Name() == w.Name() }); i >= 0 {
+				s.watchdogs[i] = w
+				continue
+			}
+			s.watchdogs = append(s.watchdogs, w)
+		}
+	}
+}
+
+// WithoutWatchdogs removes watchdogs by name (for example a default one).
+func WithoutWatchdogs(names ...string) Option {
+	return func(s *Session) {
+		s.watchdogs = slices.DeleteFunc(s.watchdogs, func(w Watchdog) bool { return slices.Contains(names, w.Name()) })
+	}
+}
+
+// WithBusOptions passes options (observers, history size) to the bus made
+// on every Start.
+func WithBusOptions(opts ...bus.Option) Option {
+	return func(s *Session) { s.busOpts = append(s.busOpts, opts...) }
+}
+
+// Session is one browser session. Its methods are safe for concurrent use.
+type Session struct {
+	profile   Profile
+	log       *zap.Logger
+	watchdogs []Watchdog
+	busOpts   []bus.Option
+
+	// lifeMu serialises Start, Stop and Restart.
+	lifeMu sync.Mutex
+
+	mu       sync.Mutex
+	running  bool
+	bus      *bus.Bus
+	browser  *cdp.Browser // nil when connected to a remote browser
+	conn     *cdp.Conn
+	attached []Watchdog
+	hooks    []hookEntry
+	hookSeq  int
+	tabs     map[target.ID]*tab
+	tabOrder []target.ID // creation order
+	frames   map[target.SessionID]*AttachedTarget
+	focus    target.ID
+	focusLog []target.ID        // earlier focused tabs, most recent last
+	gone     map[target.ID]bool // targets destroyed (possibly before attaching)
+	quiet    map[target.ID]bool // tabs re-attached by Reconnect: not reported as new
+	created  map[target.ID]bool // tabs the session created (closed on Stop when remote)
+	changed  chan struct{}      // closed and replaced on every tab-model change
+	selector *SelectorMap
+	stopCh   chan struct{} // closed by Stop: ends the tracker
+	wg       sync.WaitGroup
+}
+
+type hookEntry struct {
+	id int
+	fn TargetHook
+}
+
+// tab is the session's view of one page target.
+type tab struct {
+	id     target.ID
+	sess   *cdp.Session
+	url    string
+	title  string
+	opener target.ID
+	ready  bool // attach hooks ran
+	closed bool
+}
+
+// New returns a stopped session for the profile. Nothing starts until Start.
+func New(p Profile, opts ...Option) *Session {
+	s := &Session{profile: p.withDefaults(), log: zap.NewNop()}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Profile returns the session's profile, defaults applied.
+func (s *Session) Profile() Profile { return s.profile }
+
+// Logger returns the session's logger (never nil).
+func (s *Session) Logger() *zap.Logger { return s.log }
+
+// Bus returns the bus of the running session, nil before the first Start.
+// It changes on every Start.
+func (s *Session) Bus() *bus.Bus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bus
+}
+
+// Conn returns the CDP connection of the running session, or nil.
+func (s *Session) Conn() *cdp.Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn
+}
+
+// Browser returns the launched browser process, or nil when the session is
+// connected to a browser it did not launch.
+func (s *Session) Browser() *cdp.Browser {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.browser
+}
+
+// Running reports whether Start succeeded and Stop has not run since.
+func (s *Session) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running
+}
+
+// AddTargetHook registers a hook run for every target attached from now on
+// (tabs, popups, cross-site iframes) before it resumes. Watchdogs call it
+// from Attach; the hooks are dropped on Stop. The returned func removes it.
+func (s *Session) AddTargetHook(h TargetHook) (remove func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hookSeq++
+	id := s.hookSeq
+	s.hooks = append(s.hooks, hookEntry{id: id, fn: h})
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.hooks = slices.DeleteFunc(s.hooks, func(e hookEntry) bool { return e.id == id })
+	}
+}
+
+// Start launches (or connects to) the browser, attaches the watchdogs to a
+// new bus, opens or adopts a tab and focuses it, then dispatches
+// BrowserConnected and waits for its handlers (storage state is loaded and
+// permissions granted before Start returns). On error everything begun is
+// undone. ctx bounds the start; cancelling it later does not stop the session.
+func (s *Session) Start(ctx context.Context) (err error) {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	s.mu.Lock()
+	if s.running {
+		s.mu.Unlock()
+		return ErrAlreadyStarted
+	}
+	s.mu.Unlock()
+
+	b := bus.New(append([]bus.Option{bus.WithTimeouts(s.profile.EventTimeouts)}, s.busOpts...)...)
+	s.mu.Lock()
+	s.bus = b
+	s.tabs = map[target.ID]*tab{}
+	s.tabOrder = nil
+	s.frames = map[target.SessionID]*AttachedTarget{}
+	s.created = map[target.ID]bool{}
+	s.changed = make(chan struct{})
+	s.focus = ""
+	s.focusLog = nil
+	s.gone = map[target.ID]bool{}
+	s.selector = nil
+	s.stopCh = make(chan struct{})
+	s.mu.Unlock()
+
+	defer func() {
+		if err != nil {
+			s.teardown(context.Background(), false)
+		}
+	}()
+
+	if err := s.registerHandlers(b); err != nil {
+		return fmt.Errorf("session: registering handlers: %w", err)
+	}
+	for _, w := range s.watchdogs {
+		if err := w.Attach(s); err != nil {
+			return fmt.Errorf("session: attaching watchdog %s: %w", w.Name(), err)
+		}
+		s.mu.Lock()
+		s.attached = append(s.attached, w)
+		s.mu.Unlock()
+	}
+
+	if err := s.connect(ctx); err != nil {
+		return err
+	}
+	if err := s.adoptTabs(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.running = true
+	focus := s.focus
+	s.mu.Unlock()
+
+	url := s.tabURL(focus)
+	endpoint := s.profile.CDPURL
+	if s.browser != nil {
+		endpoint = s.browser.WebSocketURL()
+	}
+	if _, err := bus.Call(ctx, b, events.BrowserConnected, events.BrowserConnectedEvent{CDPURL: endpoint}); err != nil && !errors.Is(err, bus.ErrNoHandler) {
+		return fmt.Errorf("session: BrowserConnected: %w", err)
+	}
+	emit(ctx, s, events.AgentFocusChanged, events.AgentFocusChangedEvent{TargetID: string(focus), URL: url})
+	return nil
+}
+
+// connect launches or dials the browser and starts the target tracker.
+func (s *Session) connect(ctx context.Context) error {
+	var (
+		conn    *cdp.Conn
+		browser *cdp.Browser
+		err     error
+	)
+	if s.profile.CDPURL != "" {
+		conn, err = cdp.Connect(ctx, s.profile.CDPURL, cdp.WithHeader(s.profile.CDPHeaders), cdp.WithLogger(s.log.Named("cdp")))
+		if err != nil {
+			return fmt.Errorf("session: connecting to %s: %w", s.profile.CDPURL, err)
+		}
+	} else {
+		flags := slices.Clone(s.profile.ExtraFlags)
+		if s.profile.UserAgent != "" {
+			flags = append(flags, "--user-agent="+s.profile.UserAgent)
+		}
+		browser, err = cdp.Launch(ctx, cdp.LaunchOptions{
+			ExecPath:     s.profile.ExecutablePath,
+			Headful:      s.profile.Headful,
+			UserDataDir:  s.profile.UserDataDir,
+			WindowWidth:  s.profile.ViewportWidth,
+			WindowHeight: s.profile.ViewportHeight,
+			Flags:        flags,
+			Logger:       s.log.Named("chrome"),
+		})
+		if err != nil {
+			return fmt.Errorf("session: launching browser: %w", err)
+		}
+		conn, err = cdp.Dial(ctx, browser.WebSocketURL(), cdp.WithLogger(s.log.Named("cdp")))
+		if err != nil {
+			closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			browser.Close(closeCtx)
+			return fmt.Errorf("session: connecting to launched browser: %w", err)
+		}
+	}
+	s.mu.Lock()
+	s.conn, s.browser = conn, browser
+	s.mu.Unlock()
+
+	s.attachConn(conn)
+	return s.discover(ctx, conn)
+}
+
+// attachConn starts the target tracker on a new connection.
+func (s *Session) attachConn(conn *cdp.Conn) {
+	sub := conn.SubscribeEvents(trackedEvents...)
+	s.wg.Add(1)
+	go s.track(sub, conn)
+}
+
+// discover turns on target discovery and auto-attach: every tab and
+// cross-site iframe, existing or new, goes through onAttach.
+func (s *Session) discover(ctx context.Context, conn *cdp.Conn) error {
+	if err := conn.SetDiscoverTargets(ctx, true); err != nil {
+		return fmt.Errorf("session: discovering targets: %w", err)
+	}
+	if err := conn.Browser().AutoAttach(ctx, s.onAttach); err != nil {
+		return fmt.Errorf("session: auto-attach: %w", err)
+	}
+	return nil
+}
+
+// adoptTabs waits until the existing pages are attached, opens one when the
+// browser has none, and focuses the first.
+func (s *Session) adoptTabs(ctx context.Context) error {
+	infos, err := cdpproto.Call(ctx, s.conn.Browser(), target.GetTargets, target.GetTargetsParams{})
+	if err != nil {
+		return fmt.Errorf("session: listing targets: %w", err)
+	}
+	var pages []target.ID
+	for _, ti := range infos.TargetInfos {
+		if ti.Type == "page" {
+			pages = append(pages, ti.TargetID)
+		}
+	}
+	if len(pages) == 0 {
+		id, err := s.conn.CreateTarget(ctx, "about:blank")
+		if err != nil {
+			return fmt.Errorf("session: opening a tab: %w", err)
+		}
+		s.mu.Lock()
+		s.created[id] = true
+		s.mu.Unlock()
+		pages = append(pages, id)
+	}
+	wait, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	var ready []target.ID
+	var firstErr error
+	for _, id := range pages {
+		// A page listed while it was closing never attaches: skip it.
+		if err := s.waitTabReady(wait, id); err != nil {
+			s.log.Debug("page did not attach", zap.String("target", string(id)), zap.Error(err))
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		ready = append(ready, id)
+	}
+	if len(ready) == 0 {
+		return fmt.Errorf("session: no tab attached: %w", firstErr)
+	}
+	s.mu.Lock()
+	if s.focus == "" {
+		s.focus = ready[0]
+	}
+	if s.browser == nil {
+		// Connected to someone's browser: work in a tab of our own and leave
+		// theirs as they are.
+		s.mu.Unlock()
+		id, err := s.openTab(ctx)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.focus = id
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// onAttach prepares every auto-attached target while it is paused. Commands
+// the renderer handles are not answered before the target resumes, so they
+// are sent here (in order, before the resume) and awaited by a goroutine
+// that then marks the tab ready and reports it.
+func (s *Session) onAttach(ctx context.Context, cs *cdp.Session) error {
+	info := cs.TargetInfo()
+	at := AttachedTarget{Kind: TargetOther, Session: cs}
+	if info != nil {
+		at.URL = info.URL
+		at.OpenerID = string(info.OpenerID)
+		switch info.Type {
+		case "page":
+			at.Kind = TargetPage
+		case "iframe":
+			at.Kind = TargetFrame
+		}
+	}
+	if p := cs.Parent(); p != nil && at.Kind == TargetFrame {
+		at.ParentSessionID = string(p.ID())
+	}
+	var replies []*cdp.Reply
+	switch at.Kind {
+	case TargetPage:
+		s.mu.Lock()
+		if _, ok := s.tabs[cs.TargetID()]; !ok {
+			s.tabs[cs.TargetID()] = &tab{id: cs.TargetID(), sess: cs, url: at.URL, opener: target.ID(at.OpenerID)}
+			s.tabOrder = append(s.tabOrder, cs.TargetID())
+		}
+		if s.created[target.ID(at.OpenerID)] {
+			// Opened by a tab of ours: ours too, closed on Stop.
+			s.created[cs.TargetID()] = true
+		}
+		owned := s.browser != nil || s.created[cs.TargetID()]
+		s.mu.Unlock()
+		replies = s.preparePage(ctx, cs, owned)
+	case TargetFrame:
+		s.mu.Lock()
+		s.frames[cs.ID()] = &at
+		s.mu.Unlock()
+		replies = append(replies, cs.Send(ctx, page.CommandEnable, page.EnableParams{}))
+	}
+	s.runHooks(ctx, at)
+	s.mu.Lock()
+	stop := s.stopCh
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.finishAttach(ctx, stop, at, replies)
+	}()
+	return nil
+}
+
+// finishAttach waits, after the target resumed, for its setup commands, then
+// marks a tab ready and reports it.
+func (s *Session) finishAttach(ctx context.Context, stop <-chan struct{}, at AttachedTarget, replies []*cdp.Reply) {
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-wait.Done():
+		}
+	}()
+	for _, r := range replies {
+		if err := r.Wait(wait, nil); err != nil {
+			s.log.Debug("target setup", zap.String("target", string(at.Session.TargetID())), zap.Error(err))
+		}
+	}
+	if at.Kind != TargetPage {
+		return
+	}
+	id := at.Session.TargetID()
+	s.mu.Lock()
+	t := s.tabs[id]
+	if t == nil {
+		s.mu.Unlock()
+		return
+	}
+	t.ready = true
+	s.notifyLocked()
+	running := s.running && !t.closed && !s.quiet[id]
+	s.mu.Unlock()
+	if running {
+		emit(ctx, s, events.TabCreated, events.TabCreatedEvent{TargetID: string(id), URL: at.URL, OpenerID: at.OpenerID})
+	}
+}
+
+// preparePage sends a page's setup commands; the caller waits for them.
+func (s *Session) preparePage(ctx context.Context, cs *cdp.Session, owned bool) []*cdp.Reply {
+	r := []*cdp.Reply{
+		cs.Send(ctx, page.CommandEnable, page.EnableParams{}),
+		cs.Send(ctx, page.CommandSetLifecycleEventsEnabled, page.SetLifecycleEventsEnabledParams{Enabled: true}),
+		cs.Send(ctx, page.CommandAddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: mutationCounterJS}),
+	}
+	if owned {
+		// A tab of a browser we only connected to keeps its own viewport.
+		p := s.profile
+		r = append(r, cs.Send(ctx, emulation.CommandSetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+			Width: int64(p.ViewportWidth), Height: int64(p.ViewportHeight), DeviceScaleFactor: p.DeviceScaleFactor,
+		}))
+	}
+	return r
+}
+
+func (s *Session) runHooks(ctx context.Context, at AttachedTarget) {
+	s.mu.Lock()
+	hooks := slices.Clone(s.hooks)
+	s.mu.Unlock()
+	for _, h := range hooks {
+		if err := callHook(ctx, h.fn, at); err != nil {
+			s.log.Warn("target hook failed", zap.String("target", string(at.Session.TargetID())), zap.Error(err))
+		}
+	}
+}
+
+func callHook(ctx context.Context, h TargetHook, at AttachedTarget) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("target hook panicked: %v", r)
+		}
+	}()
+	return h(ctx, at)
+}
+
+// notifyLocked wakes everyone waiting for a tab-model change.
+func (s *Session) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// waitTabReady waits until the tab id is attached and its hooks ran.
+func (s *Session) waitTabReady(ctx context.Context, id target.ID) error {
+	for {
+		s.mu.Lock()
+		t := s.tabs[id]
+		ready, closed := t != nil && t.ready, (t != nil && t.closed) || s.gone[id]
+		ch := s.changed
+		conn := s.conn
+		s.mu.Unlock()
+		if ready {
+			return nil
+		}
+		if closed {
+			return ErrTabNotFound
+		}
+		var lost <-chan struct{}
+		if conn != nil {
+			lost = conn.Done()
+		}
+		select {
+		case <-ch:
+		case <-lost:
+			return conn.Err()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// track keeps the tab model current from target events until Stop.
+func (s *Session) track(sub *cdp.Subscription, conn *cdp.Conn) {
+	defer s.wg.Done()
+	defer sub.Cancel()
+	for {
+		select {
+		case <-s.stopCh:
+			return
+		case ev, ok := <-sub.C():
+			if !ok {
+				if !errors.Is(sub.Err(), cdp.ErrSubscriptionOverflow) {
+					// Cancelled, or the connection ended: the crash watchdog
+					// reports the loss, Reconnect starts a new tracker.
+					return
+				}
+				// Fell behind: subscribe again; the tab model may miss a title.
+				s.log.Warn("target tracker overflowed; resubscribing")
+				sub = conn.SubscribeEvents(trackedEvents...)
+				continue
+			}
+			s.handleTargetEvent(ev)
+		}
+	}
+}
+
+// trackedEvents keep the tab model current.
+var trackedEvents = []string{
+	"Target.targetInfoChanged", "Target.targetDestroyed", "Target.detachedFromTarget",
+	"Target.targetCrashed", "Inspector.targetCrashed",
+}
+
+func (s *Session) handleTargetEvent(ev cdp.Event) {
+	ctx := context.Background()
+	switch ev.Method {
+	case "Target.targetInfoChanged":
+		var e target.EventTargetInfoChanged
+		if ev.Decode(&e) != nil || e.TargetInfo == nil {
+			return
+		}
+		s.mu.Lock()
+		if t := s.tabs[e.TargetInfo.TargetID]; t != nil {
+			t.url, t.title = e.TargetInfo.URL, e.TargetInfo.Title
+		}
+		s.mu.Unlock()
+	case "Target.targetDestroyed":
+		var e target.EventTargetDestroyed
+		if ev.Decode(&e) == nil {
+			s.mu.Lock()
+			if s.gone != nil {
+				s.gone[e.TargetID] = true
+				s.notifyLocked()
+			}
+			s.mu.Unlock()
+			s.tabGone(e.TargetID)
+		}
+	case "Target.detachedFromTarget":
+		var e target.EventDetachedFromTarget
+		if ev.Decode(&e) != nil {
+			return
+		}
+		s.mu.Lock()
+		delete(s.frames, e.SessionID)
+		var gone target.ID
+		for id, t := range s.tabs {
+			if t.sess.ID() == e.SessionID {
+				gone = id
+			}
+		}
+		s.mu.Unlock()
+		if gone != "" {
+			s.tabGone(gone)
+		}
+	case "Target.targetCrashed":
+		var e target.EventTargetCrashed
+		if ev.Decode(&e) == nil {
+			emit(ctx, s, events.TargetCrashed, events.TargetCrashedEvent{TargetID: string(e.TargetID), Error: fmt.Sprintf("target crashed (%s, code %d)", e.Status, e.ErrorCode)})
+		}
+	case "Inspector.targetCrashed":
+		if ev.Session != nil && ev.Session.TargetID() != "" {
+			emit(ctx, s, events.TargetCrashed, events.TargetCrashedEvent{TargetID: string(ev.Session.TargetID()), Error: "renderer crashed"})
+		}
+	}
+}
+
+// tabGone removes a closed tab, reports it, and moves the focus away from it.
+func (s *Session) tabGone(id target.ID) {
+	ctx := context.Background()
+	s.mu.Lock()
+	t := s.tabs[id]
+	if t == nil || t.closed {
+		s.mu.Unlock()
+		return
+	}
+	t.closed = true
+	delete(s.tabs, id)
+	s.tabOrder = slices.DeleteFunc(s.tabOrder, func(o target.ID) bool { return o == id })
+	delete(s.created, id)
+	s.gone[id] = true
+	refocus := s.focus == id
+	if refocus {
+		s.focus = ""
+		for len(s.focusLog) > 0 && s.focus == "" {
+			prev := s.focusLog[len(s.focusLog)-1]
+			s.focusLog = s.focusLog[:len(s.focusLog)-1]
+			if _, open := s.tabs[prev]; open {
+				s.focus = prev
+			}
+		}
+		if n := len(s.tabOrder); s.focus == "" && n > 0 {
+			s.focus = s.tabOrder[n-1]
+		}
+	}
+	focus := s.focus
+	if refocus {
+		s.selector = nil
+	}
+	s.notifyLocked()
+	running := s.running
+	s.mu.Unlock()
+	if !running {
+		return
+	}
+	emit(ctx, s, events.TabClosed, events.TabClosedEvent{TargetID: string(id)})
+	if refocus && focus != "" {
+		emit(ctx, s, events.AgentFocusChanged, events.AgentFocusChangedEvent{TargetID: string(focus), URL: s.tabURL(focus)})
+	}
+}
+
+// emit dispatches a report event without waiting. Its handlers' errors reach
+// the bus's observers (the trace), never the emitter.
+func emit[E, R any](ctx context.Context, s *Session, k bus.Kind[E, R], ev E) {
+	if b := s.Bus(); b != nil {
+		bus.Emit(context.WithoutCancel(ctx), b, k, ev)
+	}
+}
+
+// Stop dispatches BrowserStop (watchdogs save state), detaches the watchdogs,
+// closes the bus and the connection, and — if the session launched the
+// browser — kills it and removes its temporary profile. A browser the session
+// connected to is left running; the tabs the session created are closed and
+// the others left as they were. Stop on a stopped session returns nil.
+func (s *Session) Stop(ctx context.Context) error {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
+	if !running {
+		return nil
+	}
+	return s.teardown(ctx, true)
+}
+
+// Restart stops the session and starts it again with the same profile and
+// watchdogs.
+func (s *Session) Restart(ctx context.Context) error {
+	if err := s.Stop(ctx); err != nil {
+		return err
+	}
+	return s.Start(ctx)
+}
+
+func (s *Session) teardown(ctx context.Context, graceful bool) error {
+	s.mu.Lock()
+	b, conn, browser := s.bus, s.conn, s.browser
+	attached := s.attached
+	s.attached = nil
+	created := make([]target.ID, 0, len(s.created))
+	for id := range s.created {
+		created = append(created, id)
+	}
+	s.mu.Unlock()
+
+	var errs []error
+	if graceful && b != nil && conn != nil && conn.Err() == nil {
+		if _, err := bus.Call(ctx, b, events.BrowserStop, events.BrowserStopEvent{}); err != nil && !errors.Is(err, bus.ErrNoHandler) {
+			errs = append(errs, fmt.Errorf("BrowserStop: %w", err))
+		}
+	}
+	s.mu.Lock()
+	s.running = false
+	s.mu.Unlock()
+	if browser == nil && conn != nil && conn.Err() == nil {
+		// Remote browser: close what we opened, leave the rest.
+		for _, id := range created {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if err := conn.CloseTarget(cctx, id); err != nil {
+				s.log.Debug("closing created tab", zap.Error(err))
+			}
+			cancel()
+		}
+	}
+	if b != nil {
+		if err := b.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("closing bus: %w", err))
+		}
+	}
+	for i := len(attached) - 1; i >= 0; i-- {
+		if d, ok := attached[i].(Detacher); ok {
+			if err := d.Detach(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("detaching %s: %w", attached[i].Name(), err))
+			}
+		}
+	}
+	s.mu.Lock()
+	stopCh := s.stopCh
+	s.mu.Unlock()
+	if stopCh != nil {
+		select {
+		case <-stopCh:
+		default:
+			close(stopCh)
+		}
+	}
+	if conn != nil {
+		conn.Close()
+	}
+	s.wg.Wait()
+	if browser != nil {
+		if err := browser.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("closing browser: %w", err))
+		}
+	}
+	s.mu.Lock()
+	s.conn, s.browser = nil, nil
+	s.hooks = nil
+	s.tabs, s.tabOrder, s.focus, s.selector = nil, nil, "", nil
+	s.mu.Unlock()
+	if len(errs) > 0 {
+		return fmt.Errorf("session: stop: %w", errors.Join(errs...))
+	}
+	return nil
+}

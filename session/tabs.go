@@ -1,0 +1,143 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/chromedp/cdproto/target"
+
+	"github.com/browseragent/browseragent/cdp"
+	"github.com/browseragent/browseragent/events"
+)
+
+// Tabs returns the open tabs in the order they were opened.
+func (s *Session) Tabs() []events.TabInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]events.TabInfo, 0, len(s.tabOrder))
+	for _, id := range s.tabOrder {
+		t := s.tabs[id]
+		out = append(out, events.TabInfo{TargetID: string(id), URL: t.url, Title: t.title})
+	}
+	return out
+}
+
+// FocusedTab returns the id of the tab the agent acts on ("" when none).
+func (s *Session) FocusedTab() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.focus)
+}
+
+// PageSession returns the CDP session of a tab; "" means the focused tab.
+func (s *Session) PageSession(targetID string) (*cdp.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running && s.conn == nil {
+		return nil, ErrNotStarted
+	}
+	id := target.ID(targetID)
+	if id == "" {
+		id = s.focus
+	}
+	if id == "" {
+		return nil, ErrNoTab
+	}
+	t := s.tabs[id]
+	if t == nil {
+		return nil, fmt.Errorf("%w: %s", ErrTabNotFound, targetID)
+	}
+	return t.sess, nil
+}
+
+// ResolveTab turns a tab reference into a target id: a full target id, or a
+// unique suffix of one (the model sees the last four characters).
+func (s *Session) ResolveTab(ref string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ref == "" {
+		return "", fmt.Errorf("%w: empty tab id", ErrTabNotFound)
+	}
+	if _, ok := s.tabs[target.ID(ref)]; ok {
+		return ref, nil
+	}
+	var found []target.ID
+	for id := range s.tabs {
+		if strings.HasSuffix(strings.ToLower(string(id)), strings.ToLower(ref)) {
+			found = append(found, id)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return string(found[0]), nil
+	case 0:
+		return "", fmt.Errorf("%w: %s", ErrTabNotFound, ref)
+	default:
+		return "", fmt.Errorf("%w: %s matches %d tabs", ErrTabNotFound, ref, len(found))
+	}
+}
+
+// SessionFor answers "which CDP session runs an action on this node": the
+// session the node was observed in (a cross-site iframe has its own), else
+// its tab's, else the focused tab's. A session that has since detached is an
+// error, not a silent fallback to another frame.
+func (s *Session) SessionFor(ref events.ElementRef) (*cdp.Session, error) {
+	s.mu.Lock()
+	conn := s.conn
+	s.mu.Unlock()
+	if conn == nil {
+		return nil, ErrNotStarted
+	}
+	if ref.SessionID != "" {
+		if cs, ok := conn.Session(target.SessionID(ref.SessionID)); ok {
+			return cs, nil
+		}
+		return nil, fmt.Errorf("%w: the frame of element %d is gone (session %s)", ErrElementNotFound, ref.BackendNodeID, ref.SessionID)
+	}
+	return s.PageSession(ref.TargetID)
+}
+
+// tabURL returns the last known URL of a tab.
+func (s *Session) tabURL(id target.ID) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.tabs[id]; t != nil {
+		return t.url
+	}
+	return ""
+}
+
+// FrameTargets returns the cross-site iframes attached below a tab (all tabs
+// when tabID is empty), each with its own CDP session.
+func (s *Session) FrameTargets(tabID string) []AttachedTarget {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var root string
+	if tabID != "" {
+		if t := s.tabs[target.ID(tabID)]; t != nil {
+			root = string(t.sess.ID())
+		}
+	}
+	var out []AttachedTarget
+	for _, f := range s.frames {
+		if root == "" || s.belongsLocked(f, root) {
+			out = append(out, *f)
+		}
+	}
+	return out
+}
+
+// belongsLocked reports whether frame f is nested (at any depth) under the
+// session root.
+func (s *Session) belongsLocked(f *AttachedTarget, root string) bool {
+	for depth := 0; f != nil && depth < 16; depth++ {
+		if f.ParentSessionID == root {
+			return true
+		}
+		f = s.frames[target.SessionID(f.ParentSessionID)]
+	}
+	return false
+}
+
+var _ = context.Background
