@@ -1,0 +1,189 @@
+// Package report turns an audit trace into one self-contained HTML file: the
+// run's result, a timeline of steps with their screenshots (embedded), the
+// model's evaluation, memory and goal, each action with its verdict and
+// evidence, errors, timings and token counts, and the bus's event counts.
+// It first verifies the trace and shows the verdict at the top, so a reader
+// knows whether the page describes an intact trace.
+package report
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/browseragent/browseragent/trace"
+)
+
+//go:embed report.html.tmpl
+var files embed.FS
+
+var page = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
+	"ms":   func(v float64) string { return fmt.Sprintf("%.0f ms", v) },
+	"secs": func(v float64) string { return fmt.Sprintf("%.1f s", v/1000) },
+	"json": func(v json.RawMessage) string {
+		var b bytes.Buffer
+		if json.Indent(&b, v, "", "  ") != nil {
+			return string(v)
+		}
+		return b.String()
+	},
+}).ParseFS(files, "report.html.tmpl"))
+
+// Data is what the template renders; exported so that callers can render
+// their own templates from a trace.
+type Data struct {
+	Title     string
+	Generated time.Time
+	Meta      map[string]any
+	Run       *trace.Run
+	Steps     []Step
+	Models    []trace.Model
+	Kinds     []KindCount
+	Errors    []string // bus errors, in order
+	Verify    Verification
+	Records   int
+}
+
+// Step is a trace step with its screenshot ready to embed.
+type Step struct {
+	trace.Step
+	// Image is a data: URL of the screenshot, or empty.
+	Image template.URL
+	// ImageProblem says why a recorded screenshot is not shown or not
+	// trusted (missing file, hash mismatch).
+	ImageProblem string
+}
+
+// KindCount is how many events of one kind the bus processed.
+type KindCount struct {
+	Kind   string
+	Count  int
+	Failed int
+}
+
+// Verification is the hash-chain verdict shown at the top.
+type Verification struct {
+	OK     bool
+	Closed bool
+	Head   string
+	Error  string
+}
+
+// Load reads and verifies the trace at path and gathers the report data.
+// Screenshots are resolved relative to the trace's directory. A trace that
+// fails verification still renders (with the failure shown), as long as
+// its lines parse.
+func Load(path string) (*Data, error) {
+	recs, err := trace.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	d := &Data{Title: "browseragent run", Generated: time.Now().UTC(), Records: len(recs)}
+	rep, verr := trace.VerifyFile(path)
+	d.Verify = Verification{OK: verr == nil, Closed: rep.Closed, Head: rep.Head}
+	if verr != nil {
+		d.Verify.Error = verr.Error()
+	}
+	dir := filepath.Dir(path)
+	kinds := map[string]*KindCount{}
+	for _, r := range recs {
+		switch r.Type {
+		case trace.TypeOpen:
+			_ = json.Unmarshal(r.Data, &d.Meta)
+			if task, ok := d.Meta["task"].(string); ok && task != "" {
+				d.Title = task
+			}
+		case trace.TypeRun:
+			var run trace.Run
+			if json.Unmarshal(r.Data, &run) == nil {
+				d.Run = &run
+			}
+		case trace.TypeStep:
+			var st trace.Step
+			if json.Unmarshal(r.Data, &st) == nil {
+				d.Steps = append(d.Steps, embedShot(dir, st))
+			}
+		case trace.TypeModel:
+			var m trace.Model
+			if json.Unmarshal(r.Data, &m) == nil {
+				d.Models = append(d.Models, m)
+			}
+		case trace.TypeBus:
+			if r.Phase != "completed" {
+				continue
+			}
+			k := kinds[r.Kind]
+			if k == nil {
+				k = &KindCount{Kind: r.Kind}
+				kinds[r.Kind] = k
+			}
+			k.Count++
+			if r.Error != "" {
+				k.Failed++
+				d.Errors = append(d.Errors, fmt.Sprintf("%s #%d: %s", r.Kind, r.EventID, r.Error))
+			}
+		}
+	}
+	for _, k := range kinds {
+		d.Kinds = append(d.Kinds, *k)
+	}
+	sort.Slice(d.Kinds, func(i, j int) bool { return d.Kinds[i].Kind < d.Kinds[j].Kind })
+	return d, nil
+}
+
+// embedShot reads a step's screenshot and checks it against its recorded
+// hash. Paths may not leave the trace's directory.
+func embedShot(dir string, st trace.Step) Step {
+	out := Step{Step: st}
+	if st.Screenshot == "" {
+		return out
+	}
+	p := filepath.Join(dir, filepath.Clean(st.Screenshot))
+	if rel, err := filepath.Rel(dir, p); err != nil || strings.HasPrefix(rel, "..") {
+		out.ImageProblem = "screenshot path leaves the trace's folder: not shown"
+		return out
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		out.ImageProblem = "screenshot missing: " + st.Screenshot
+		return out
+	}
+	if st.ScreenshotSHA256 != "" {
+		sum := sha256.Sum256(b)
+		if hex.EncodeToString(sum[:]) != st.ScreenshotSHA256 {
+			out.ImageProblem = "screenshot does not match the hash in the trace: not shown"
+			return out
+		}
+	}
+	out.Image = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))
+	return out
+}
+
+// Render writes the HTML report of d.
+func Render(w io.Writer, d *Data) error {
+	return page.Execute(w, d)
+}
+
+// WriteFile renders the trace at tracePath into an HTML file at out.
+func WriteFile(tracePath, out string) error {
+	d, err := Load(tracePath)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := Render(&b, d); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return os.WriteFile(out, b.Bytes(), 0o644)
+}

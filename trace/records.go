@@ -1,0 +1,61 @@
+package trace
+
+import "encoding/json"
+
+// Step is the data of a TypeStep record: one agent step as the report shows
+// it. Screenshot is a path relative to the trace's directory; its SHA-256 is
+// recorded so that the report can tell a swapped image.
+type Step struct {
+	Step             int      `json:"step"`
+	URL              string   `json:"url,omitempty"`
+	Title            string   `json:"title,omitempty"`
+	Evaluation       string   `json:"evaluation,omitempty"`
+	Memory           string   `json:"memory,omitempty"`
+	NextGoal         string   `json:"next_goal,omitempty"`
+	Actions          []Action `json:"actions,omitempty"`
+	Error            string   `json:"error,omitempty"`
+	DurationMS       float64  `json:"duration_ms"`
+	PromptTokens     int      `json:"prompt_tokens,omitempty"`
+	CompletionTokens int      `json:"completion_tokens,omitempty"`
+	Screenshot       string   `json:"screenshot,omitempty"`
+	ScreenshotSHA256 string   `json:"screenshot_sha256,omitempty"`
+}
+
+// Action is one action of a step with its verdict and evidence.
+type Action struct {
+	Name    string          `json:"name"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Verdict string          `json:"verdict,omitempty"`
+	Detail  string          `json:"detail,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	// Before and After are the page evidence (URL, fingerprint, focus).
+	Before json.RawMessage `json:"before,omitempty"`
+	After  json.RawMessage `json:"after,omitempty"`
+}
+
+// Model is the data of a TypeModel record: one model call.
+type Model struct {
+	Step             int     `json:"step"`
+	Model            string  `json:"model"`
+	PromptChars      int     `json:"prompt_chars"`
+	Images           int     `json:"images,omitempty"`
+	PromptTokens     int     `json:"prompt_tokens,omitempty"`
+	CompletionTokens int     `json:"completion_tokens,omitempty"`
+	LatencyMS        float64 `json:"latency_ms"`
+	Error            string  `json:"error,omitempty"`
+}
+
+// Run is the data of a TypeRun record: the run's result.
+type Run struct {
+	Task      string          `json:"task"`
+	Success   bool            `json:"success"`
+	Done      bool            `json:"done"`
+	FinalText string          `json:"final_text,omitempty"`
+	Output    json.RawMessage `json:"output,omitempty"`
+	Errors    []string        `json:"errors,omitempty"`
+	Steps     int             `json:"steps"`
+	// DurationMS and the token totals cover the whole run.
+	DurationMS       float64 `json:"duration_ms"`
+	PromptTokens     int     `json:"prompt_tokens,omitempty"`
+	CompletionTokens int     `json:"completion_tokens,omitempty"`
+}
