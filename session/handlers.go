@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	cdpproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"go.uber.org/zap"
 
@@ -171,6 +174,20 @@ func (s *Session) Evidence(ctx context.Context) events.Evidence { return s.evide
 
 func (s *Session) outcome(ctx context.Context, before events.Evidence, err error) events.ActionOutcome {
 	after := s.evidence(ctx)
+	if err == nil && after.URL == before.URL && after.Fingerprint == before.Fingerprint && after.TabCount == before.TabCount {
+		// A form submit or a script may start its navigation just after the
+		// input event returned: look once more before calling it no change.
+		select {
+		case <-time.After(settleDelay):
+			after = s.evidence(ctx)
+		case <-ctx.Done():
+		}
+	}
+	if err == nil && after.URL != before.URL && after.FocusedTarget == before.FocusedTarget {
+		// Report the page the action led to, not a document still loading.
+		s.waitLoaded(ctx, target.ID(after.FocusedTarget), s.loadWait(before.URL, after.URL))
+		after = s.evidence(ctx)
+	}
 	o := events.ActionOutcome{Before: before, After: after}
 	switch {
 	case err != nil:
@@ -186,4 +203,35 @@ func (s *Session) outcome(ctx context.Context, before events.Evidence, err error
 		o.Verdict = events.VerdictNoChange
 	}
 	return o
+}
+
+// settleDelay is how long an action with no visible effect is given to
+// start a navigation before its verdict is no_change.
+const settleDelay = 150 * time.Millisecond
+
+// waitLoaded waits, at most bound, until the tab's document has loaded
+// (readyState complete). It reports nothing: a page still loading then is
+// observed as such by the next BrowserStateRequest.
+func (s *Session) waitLoaded(ctx context.Context, id target.ID, bound time.Duration) {
+	cs, err := s.PageSession(string(id))
+	if err != nil {
+		return
+	}
+	wait, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	for {
+		var state string
+		res, err := cdpproto.Call(wait, cs, runtime.Evaluate, runtime.EvaluateParams{Expression: "document.readyState", ReturnByValue: ptr(true)})
+		if err == nil && res.Result != nil {
+			_ = unmarshalValue(res.Result.Value, &state)
+		}
+		if state == "complete" {
+			return
+		}
+		select {
+		case <-wait.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

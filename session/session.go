@@ -67,12 +67,20 @@ func WithBusOptions(opts ...bus.Option) Option {
 	return func(s *Session) { s.busOpts = append(s.busOpts, opts...) }
 }
 
+// WithBusHook calls fn with every new bus right after Start creates it,
+// before any event is dispatched: the place to attach a trace observer so
+// that it sees the start-up events too.
+func WithBusHook(fn func(*bus.Bus)) Option {
+	return func(s *Session) { s.busHooks = append(s.busHooks, fn) }
+}
+
 // Session is one browser session. Its methods are safe for concurrent use.
 type Session struct {
 	profile   Profile
 	log       *zap.Logger
 	watchdogs []Watchdog
 	busOpts   []bus.Option
+	busHooks  []func(*bus.Bus)
 
 	// lifeMu serialises Start, Stop and Restart.
 	lifeMu sync.Mutex
@@ -192,6 +200,9 @@ func (s *Session) Start(ctx context.Context) (err error) {
 	s.mu.Unlock()
 
 	b := bus.New(append([]bus.Option{bus.WithTimeouts(s.profile.EventTimeouts)}, s.busOpts...)...)
+	for _, fn := range s.busHooks {
+		fn(b)
+	}
 	s.mu.Lock()
 	s.bus = b
 	s.tabs = map[target.ID]*tab{}

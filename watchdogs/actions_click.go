@@ -127,6 +127,7 @@ func (a *Actions) actionsClickElement(ctx context.Context, el *actionsElement, b
 		run.addDetail(fmt.Sprintf("checked state did not change (still %v)", after))
 	} else {
 		run.addDetail(fmt.Sprintf("checked is now %v", after))
+		run.verdict, run.override = events.VerdictChanged, true
 	}
 	return nil
 }

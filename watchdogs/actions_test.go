@@ -235,6 +235,9 @@ func TestActionsClickCheckboxRadio(t *testing.T) {
 		if res.Checked == nil || *res.Checked != want {
 			t.Fatalf("click %d: Checked = %v, want %v", i, res.Checked, want)
 		}
+		if res.Outcome.Verdict != events.VerdictChanged {
+			t.Fatalf("click %d: verdict %q, want changed (the checked state toggled)", i, res.Outcome.Verdict)
+		}
 		var dom bool
 		at.eval(at.page(), "document.getElementById('cb').checked", &dom)
 		if dom != want {
@@ -403,6 +406,12 @@ func TestActionsType(t *testing.T) {
 		res := typ("#text", "héllo ✓ 世界", true)
 		if got := val("#text"); got != "héllo ✓ 世界" || res.ActualValue != got {
 			t.Fatalf("value %q, ActualValue %q", got, res.ActualValue)
+		}
+		if res.Outcome.Verdict != events.VerdictChanged {
+			t.Fatalf("verdict %q, want changed (the value changed)", res.Outcome.Verdict)
+		}
+		if again := typ("#text", "héllo ✓ 世界", true); again.Outcome.Verdict != events.VerdictNoChange {
+			t.Fatalf("retyping the same value: verdict %q, want no_change", again.Outcome.Verdict)
 		}
 	})
 	t.Run("text append", func(t *testing.T) {

@@ -196,11 +196,12 @@ func (a *Actions) actionsTypeInto(ctx context.Context, el *actionsElement, ev ev
 		}
 		return nil
 	}
-	var old string
+	var old, prior string
+	if err := callOn(ctx, el.sess, el.obj, actionsValueJS, &prior); err != nil {
+		return err
+	}
 	if !ev.Clear {
-		if err := callOn(ctx, el.sess, el.obj, actionsValueJS, &old); err != nil {
-			return err
-		}
+		old = prior
 	}
 	if ev.Clear {
 		if err := callOn(ctx, el.sess, el.obj, actionsClearJS, nil); err != nil {
@@ -224,6 +225,10 @@ func (a *Actions) actionsTypeInto(ctx context.Context, el *actionsElement, ev ev
 	}
 	if got != want {
 		run.addDetail("the field's value differs from the text typed (input mask, maxlength or a script changed it)")
+	}
+	if got != prior {
+		// A new value is a change even though the page's structure is not.
+		run.verdict, run.override = events.VerdictChanged, true
 	}
 	if secret {
 		res.ActualValue = actionsMask(got)
