@@ -344,19 +344,11 @@ func isScrollable(n *Node) bool {
 	return allows(st.Overflow) || allows(st.OverflowX) || allows(st.OverflowY)
 }
 
-// showScrollInfo: scrollable and not nested in a scrollable parent (html and
-// body always).
+// showScrollInfo: scrollable. Nested scroll containers are marked too (unlike
+// upstream, which hides a container inside a scrollable parent, so the model
+// could not tell that the inner one scrolls on its own).
 func showScrollInfo(n *Node) bool {
-	if !isScrollable(n) {
-		return false
-	}
-	if n.Tag == "html" || n.Tag == "body" {
-		return true
-	}
-	if p := n.Parent; p != nil && isScrollable(p) {
-		return false
-	}
-	return true
+	return isScrollable(n)
 }
 
 // ScrollInfo is the scroll state of a scrollable element.

@@ -1,0 +1,265 @@
+package watchdogs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/chromedp/cdproto/accessibility"
+	cdpproto "github.com/chromedp/cdproto/cdp"
+	jsonv2 "github.com/chromedp/cdproto/cdp/jsonv2"
+	cdpdom "github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/domsnapshot"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+
+	"github.com/browseragent/browseragent/cdp"
+	"github.com/browseragent/browseragent/dom"
+)
+
+// domwProbe is what one cheap evaluation in the page's main world reports
+// next to the DOM capture.
+type domwProbe struct {
+	URL         string   `json:"url"`
+	Title       string   `json:"title"`
+	ReadyState  string   `json:"readyState"`
+	ContentType string   `json:"contentType"`
+	DPR         float64  `json:"dpr"`
+	Pending     []string `json:"pending"`
+}
+
+// domwProbeJS reads page metadata and the resources that have started but
+// not finished (performance entries without responseEnd), at most 20.
+const domwProbeJS = `(() => {
+  const pending = [];
+  try {
+    for (const e of performance.getEntriesByType('resource')) {
+      if (e.responseEnd === 0 && !e.name.startsWith('data:')) {
+        pending.push(e.name);
+        if (pending.length >= 20) break;
+      }
+    }
+  } catch (e) {}
+  return { url: location.href, title: document.title, readyState: document.readyState,
+    contentType: document.contentType, dpr: window.devicePixelRatio, pending };
+})()`
+
+// domwListenersJS collects elements with JS click-like listeners that are
+// not interactive by tag or attribute anyway (those need no listener to get
+// an index). getEventListeners is DevTools' command-line API, so it needs
+// includeCommandLineAPI. Pages over %d elements are skipped (the scan is
+// linear and slow); at most %d hits are kept.
+const domwListenersJS = `(() => {
+  const all = document.getElementsByTagName('*');
+  if (all.length > %d) return [];
+  const native = new Set(['A','BUTTON','INPUT','SELECT','TEXTAREA','OPTION','SUMMARY','DETAILS','LABEL','HTML','BODY']);
+  const out = [];
+  for (let i = 0; i < all.length; i++) {
+    const el = all[i];
+    if (native.has(el.tagName) || el.hasAttribute('onclick')) continue;
+    const ls = getEventListeners(el);
+    if (ls && (ls.click || ls.mousedown || ls.mouseup || ls.pointerdown || ls.pointerup)) {
+      out.push(el);
+      if (out.length >= %d) break;
+    }
+  }
+  return out;
+})()`
+
+const (
+	domwListenerGroup   = "browseragent-domw-listeners"
+	domwDescribeBatch   = 20
+	domwMaxListenerHits = 100
+)
+
+// domwCapture is what was captured from one target.
+type domwCapture struct {
+	in      dom.FrameInput
+	metrics *page.GetLayoutMetricsResult
+	probe   *domwProbe // page target only
+}
+
+// domwCaptureTarget captures one target: getDocument and captureSnapshot
+// (the floor), layout metrics, the probe (page only) and the click-listener
+// scan, all pipelined on the session so the renderer sees them back to back.
+// Only the document and the snapshot are required; the rest degrade to
+// "unknown" when they fail.
+func domwCaptureTarget(ctx context.Context, cs *cdp.Session, isPage bool, listenerLimit int, warmAX bool) (*domwCapture, error) {
+	docR := cs.Send(ctx, cdpdom.CommandGetDocument, cdpdom.GetDocumentParams{Depth: ptr(int64(-1)), Pierce: ptr(true)})
+	snapR := cs.Send(ctx, domsnapshot.CommandCaptureSnapshot, domsnapshot.CaptureSnapshotParams{
+		ComputedStyles:    dom.RequiredComputedStyles,
+		IncludePaintOrder: ptr(true),
+		IncludeDOMRects:   ptr(true),
+	})
+	metR := cs.Send(ctx, page.CommandGetLayoutMetrics, cdpproto.Empty{})
+	var probeR *cdp.Reply
+	if isPage {
+		probeR = cs.Send(ctx, runtime.CommandEvaluate, runtime.EvaluateParams{Expression: domwProbeJS, ReturnByValue: ptr(true)})
+	}
+	var listeners []cdpproto.BackendNodeID
+	var lwg sync.WaitGroup
+	if listenerLimit > 0 {
+		lwg.Add(1)
+		go func() {
+			defer lwg.Done()
+			listeners = domwClickListeners(ctx, cs, listenerLimit)
+		}()
+	}
+
+	out := &domwCapture{in: dom.FrameInput{
+		TargetID:  string(cs.TargetID()),
+		SessionID: string(cs.ID()),
+		FrameID:   string(cs.TargetID()),
+	}}
+	var doc cdpdom.GetDocumentResult
+	var snap domsnapshot.CaptureSnapshotResult
+	var met page.GetLayoutMetricsResult
+	errDoc := docR.Wait(ctx, &doc)
+	if errDoc == nil && doc.Root != nil && warmAX {
+		// Warm the renderer's accessibility cache: this request queues
+		// behind the snapshot, so the renderer builds the cache while we
+		// decode the snapshot and build the tree; the per-candidate AX
+		// requests that follow are then cheap. Its answer is not needed.
+		cs.Send(ctx, accessibility.CommandGetPartialAXTree, accessibility.GetPartialAXTreeParams{
+			BackendNodeID: doc.Root.BackendNodeID, FetchRelatives: ptr(false)})
+	}
+	errSnap := snapR.Wait(ctx, &snap)
+	if metR.Wait(ctx, &met) == nil {
+		out.metrics = &met
+	}
+	if probeR != nil {
+		var ev runtime.EvaluateResult
+		if probeR.Wait(ctx, &ev) == nil && ev.ExceptionDetails == nil && ev.Result != nil && len(ev.Result.Value) > 0 {
+			var p domwProbe
+			if jsonv2.Unmarshal(ev.Result.Value, &p) == nil {
+				out.probe = &p
+			}
+		}
+	}
+	lwg.Wait()
+	if err := errors.Join(errDoc, errSnap); err != nil {
+		return nil, err
+	}
+	if doc.Root == nil {
+		return nil, dom.ErrNoDocument
+	}
+	out.in.Document = doc.Root
+	out.in.Snapshot = &snap
+	out.in.ClickListeners = listeners
+	if out.metrics != nil {
+		out.in.Viewport = domwViewport(out.metrics)
+	}
+	if out.probe != nil {
+		out.in.Viewport.DPR = out.probe.DPR
+	}
+	return out, nil
+}
+
+// domwViewport converts layout metrics (CSS pixels) to dom's viewport.
+func domwViewport(m *page.GetLayoutMetricsResult) dom.Viewport {
+	var v dom.Viewport
+	if lv := m.CSSLayoutViewport; lv != nil {
+		v.Width, v.Height = float64(lv.ClientWidth), float64(lv.ClientHeight)
+		v.ScrollX, v.ScrollY = float64(lv.PageX), float64(lv.PageY)
+	}
+	if vv := m.CSSVisualViewport; vv != nil {
+		v.ScrollX, v.ScrollY = vv.PageX, vv.PageY
+		if v.Width == 0 || v.Height == 0 {
+			v.Width, v.Height = vv.ClientWidth, vv.ClientHeight
+		}
+	}
+	return v
+}
+
+// domwClickListeners runs the listener scan and maps the elements it found
+// to backend node ids. It is best effort: any failure yields what was
+// found so far (the listener only widens what counts as clickable).
+func domwClickListeners(ctx context.Context, cs *cdp.Session, limit int) []cdpproto.BackendNodeID {
+	ev, err := cdpproto.Call(ctx, cs, runtime.Evaluate, runtime.EvaluateParams{
+		Expression:            fmt.Sprintf(domwListenersJS, limit, domwMaxListenerHits),
+		ObjectGroup:           domwListenerGroup,
+		IncludeCommandLineAPI: ptr(true),
+		Silent:                ptr(true),
+	})
+	if err != nil || ev.ExceptionDetails != nil || ev.Result == nil || ev.Result.ObjectID == "" {
+		return nil
+	}
+	defer func() {
+		// Release on a context of its own: the capture's may be cancelled,
+		// and leaking the group would pin the elements in the page.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2e9)
+		defer cancel()
+		_ = cs.Call(rctx, runtime.CommandReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: domwListenerGroup}, nil)
+	}()
+	props, err := cdpproto.Call(ctx, cs, runtime.GetProperties, runtime.GetPropertiesParams{ObjectID: ev.Result.ObjectID, OwnProperties: ptr(true)})
+	if err != nil {
+		return nil
+	}
+	var ids []runtime.RemoteObjectID
+	for _, p := range props.Result {
+		if p != nil && p.Value != nil && p.Value.ObjectID != "" && p.Value.Subtype == "node" {
+			ids = append(ids, p.Value.ObjectID)
+		}
+	}
+	var out []cdpproto.BackendNodeID
+	for start := 0; start < len(ids); start += domwDescribeBatch {
+		end := min(start+domwDescribeBatch, len(ids))
+		replies := make([]*cdp.Reply, 0, end-start)
+		for _, id := range ids[start:end] {
+			replies = append(replies, cs.Send(ctx, cdpdom.CommandDescribeNode, cdpdom.DescribeNodeParams{ObjectID: id}))
+		}
+		for _, r := range replies {
+			var d cdpdom.DescribeNodeResult
+			if r.Wait(ctx, &d) == nil && d.Node != nil && d.Node.BackendNodeID != 0 {
+				out = append(out, d.Node.BackendNodeID)
+			}
+		}
+	}
+	return out
+}
+
+// domwAXWindow bounds the getPartialAXTree requests in flight per target.
+const domwAXWindow = 64
+
+// domwPartialAX fetches the AX node of each candidate (no relatives),
+// keeping at most domwAXWindow requests in flight. Nodes that fail (gone
+// since the capture) are skipped.
+func domwPartialAX(ctx context.Context, cs *cdp.Session, ids []cdpproto.BackendNodeID) ([]*accessibility.Node, error) {
+	var out []*accessibility.Node
+	for start := 0; start < len(ids); start += domwAXWindow {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		end := min(start+domwAXWindow, len(ids))
+		replies := make([]*cdp.Reply, 0, end-start)
+		for _, id := range ids[start:end] {
+			replies = append(replies, cs.Send(ctx, accessibility.CommandGetPartialAXTree,
+				accessibility.GetPartialAXTreeParams{BackendNodeID: id, FetchRelatives: ptr(false)}))
+		}
+		for _, r := range replies {
+			var res accessibility.GetPartialAXTreeResult
+			if err := r.Wait(ctx, &res); err != nil {
+				if ctx.Err() != nil {
+					return out, ctx.Err()
+				}
+				continue
+			}
+			for _, n := range res.Nodes {
+				if n != nil && n.BackendDOMNodeID != 0 {
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// domwFullAX fetches the whole AX tree of a target.
+func domwFullAX(ctx context.Context, cs *cdp.Session) ([]*accessibility.Node, error) {
+	res, err := cdpproto.Call(ctx, cs, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
+	if err != nil {
+		return nil, err
+	}
+	return res.Nodes, nil
+}

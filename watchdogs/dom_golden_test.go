@@ -1,0 +1,217 @@
+package watchdogs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	jsonv2 "github.com/chromedp/cdproto/cdp/jsonv2"
+	cdpdom "github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/page"
+
+	"github.com/browseragent/browseragent/dom"
+	"github.com/browseragent/browseragent/events"
+)
+
+// domwRecordEnv, when set to 1, makes TestDOMWRecordGolden capture the
+// fixture pages from the live browser with the watchdog's own gather code
+// and rewrite testdata/dom/*.json (dom.PageInput, AX nodes included) and
+// *.golden (the serializer text replayed from that JSON).
+const domwRecordEnv = "BROWSERAGENT_RECORD_DOM"
+
+// domwGoldenPages are the recorded fixture pages, by golden name.
+var domwGoldenPages = map[string]string{
+	"forms":   "/dom-forms.html",
+	"shadow":  "/shadow.html",
+	"iframes": "/iframes.html",
+}
+
+// domwReplay runs a recorded capture through dom.Build and dom.Serialize.
+func domwReplay(in *dom.PageInput) (string, error) {
+	tree, err := dom.Build(in, dom.Options{})
+	if err != nil {
+		return "", err
+	}
+	res, err := dom.Serialize(tree, nil, dom.SerializeOptions{})
+	if err != nil {
+		return "", err
+	}
+	return res.Text + "\n--- stats: " + res.Stats.String() + "\n", nil
+}
+
+// TestDOMWGolden replays the committed captures (no browser needed) and
+// compares the text with the committed expectation.
+func TestDOMWGolden(t *testing.T) {
+	for name := range domwGoldenPages {
+		t.Run(name, func(t *testing.T) {
+			base := filepath.Join("testdata", "dom", name)
+			in, err := dom.LoadPageInput(base + ".json")
+			if err != nil {
+				t.Fatalf("%v (record with %s=1)", err, domwRecordEnv)
+			}
+			got, err := domwReplay(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(base + ".golden")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Fatalf("replay differs from %s.golden:\n--- got\n%s\n--- want\n%s", base, got, want)
+			}
+		})
+	}
+}
+
+// TestDOMWGoldenSemantics checks facts the recorded goldens must hold, so a
+// careless re-recording cannot hide a regression.
+func TestDOMWGoldenSemantics(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("testdata", "dom", name+".golden"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	forms := read("forms")
+	if strings.Contains(forms, "secret") || !strings.Contains(forms, `"  two  spaces\nsecond line  "`) || !strings.Contains(forms, "type=file") {
+		t.Fatalf("forms golden:\n%s", forms)
+	}
+	shadow := read("shadow")
+	if !strings.Contains(shadow, "Open Shadow") || !strings.Contains(shadow, "Closed Shadow") {
+		t.Fatalf("shadow golden:\n%s", shadow)
+	}
+	if ifr := read("iframes"); strings.Count(ifr, "Frame button") != 2 || strings.Count(ifr, "|IFRAME|") != 2 {
+		t.Fatalf("iframes golden must hold both frames' buttons:\n%s", ifr)
+	}
+}
+
+// TestDOMWRecordGolden captures the fixture pages live with the watchdog's
+// own gather code and checks that the recorded JSON replays to exactly the
+// live text (the recording is lossless). It writes into a temporary
+// directory, or over testdata/dom when BROWSERAGENT_RECORD_DOM=1.
+func TestDOMWRecordGolden(t *testing.T) {
+	dir := t.TempDir()
+	if os.Getenv(domwRecordEnv) == "1" {
+		dir = filepath.Join("testdata", "dom")
+	}
+	env, s, w := domwStart(t, DOMConfig{})
+	ctx := domwCtx(t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range domwGoldenPages {
+		domwNavigate(t, ctx, s, env.URL(p))
+		tab := s.FocusedTab()
+		cs, err := s.PageSession(tab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obs *domwObservation
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			w.mu.Lock()
+			w.prev = map[string]*dom.SelectorMap{}
+			w.mu.Unlock()
+			obs, err = w.capture(ctx, s, tab, cs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Wait for the cross-site frame target to attach.
+			if name != "iframes" || len(obs.input.Frames) > 1 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		live := obs.res.Text + "\n--- stats: " + obs.res.Stats.String() + "\n"
+		b, err := jsonv2.Marshal(obs.input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := dom.DecodePageInput(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replayed, err := domwReplay(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if replayed != live {
+			t.Fatalf("%s: replay of the recorded JSON differs from the live text:\n--- replay\n%s\n--- live\n%s", name, replayed, live)
+		}
+		base := filepath.Join(dir, name)
+		if err := os.WriteFile(base+".json", b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(base+".golden", []byte(replayed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("recorded %s: %d bytes of capture, %d of text", base, len(b), len(replayed))
+	}
+}
+
+// TestDOMWXPathMatchesDom checks the memoised XPath against dom.XPath on
+// every element of the recorded pages (shadow roots and iframes included).
+func TestDOMWXPathMatchesDom(t *testing.T) {
+	for name := range domwGoldenPages {
+		in, err := dom.LoadPageInput(filepath.Join("testdata", "dom", name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree, err := dom.Build(in, dom.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		xp := domwXPather{}
+		n := 0
+		tree.Walk(func(nd *dom.Node) bool {
+			if nd.IsElement() {
+				n++
+				if got, want := xp.xpath(nd), dom.XPath(nd); got != want {
+					t.Errorf("%s: xpath %q, dom.XPath %q", name, got, want)
+				}
+			}
+			return true
+		})
+		if n < 10 {
+			t.Fatalf("%s: only %d elements", name, n)
+		}
+	}
+}
+
+// TestDOMWURLRules covers which pages are indexed and which count as PDFs.
+func TestDOMWURLRules(t *testing.T) {
+	for u, want := range map[string]bool{
+		"http://a.test/": true, "HTTPS://a.test/x": true, "file:///tmp/x.html": true, "data:text/html,hi": true,
+		"about:blank": false, "chrome://newtab/": false, "chrome-error://chromewebdata/": false, "devtools://x": false, "": false,
+	} {
+		if got := domwCapturable(u); got != want {
+			t.Errorf("capturable(%q) = %v", u, got)
+		}
+	}
+	for u, want := range map[string]bool{
+		"http://a.test/doc.PDF": true, "http://a.test/doc.pdf?x=1#p=2": true, "http://a.test/pdf": false, "http://a.test/x.pdf.html": false, "%zz": false,
+	} {
+		if got := domwIsPDFURL(u); got != want {
+			t.Errorf("isPDF(%q) = %v", u, got)
+		}
+	}
+}
+
+// TestDOMWPageInfo checks the geometry derived from layout metrics.
+func TestDOMWPageInfo(t *testing.T) {
+	m := &page.GetLayoutMetricsResult{
+		CSSLayoutViewport: &page.LayoutViewport{PageX: 10, PageY: 300, ClientWidth: 800, ClientHeight: 600},
+		CSSVisualViewport: &page.VisualViewport{PageX: 10, PageY: 300, ClientWidth: 800, ClientHeight: 600},
+		CSSContentSize:    &cdpdom.Rect{Width: 1000, Height: 2000},
+	}
+	got := domwPageInfo(m)
+	want := events.PageInfo{ViewportWidth: 800, ViewportHeight: 600, PageWidth: 1000, PageHeight: 2000,
+		ScrollX: 10, ScrollY: 300, PixelsAbove: 300, PixelsBelow: 1100, PixelsLeft: 10, PixelsRight: 190}
+	if got != want {
+		t.Fatalf("page info %+v, want %+v", got, want)
+	}
+}

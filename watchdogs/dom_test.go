@@ -1,0 +1,446 @@
+package watchdogs
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	cdpproto "github.com/chromedp/cdproto/cdp"
+	cdpdom "github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/input"
+
+	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/cdp"
+	"github.com/browseragent/browseragent/dom"
+	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/testbrowser"
+	"github.com/browseragent/browseragent/session"
+)
+
+// domwStart starts a session with the DOM and screenshot watchdogs (plus
+// extra ones) connected to the shared test browser.
+func domwStart(t testing.TB, cfg DOMConfig, extra ...session.Watchdog) (*testbrowser.Env, *session.Session, *DOMWatchdog) {
+	t.Helper()
+	env := testbrowser.Start(t)
+	w := NewDOM(cfg)
+	ws := append([]session.Watchdog{w, NewScreenshot(ScreenshotConfig{})}, extra...)
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, session.WithWatchdogs(ws...))
+	ctx, cancel := context.WithTimeout(context.Background(), testbrowser.Timeout)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testbrowser.Timeout)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return env, s, w
+}
+
+func domwCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*testbrowser.Timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func domwNavigate(t testing.TB, ctx context.Context, s *session.Session, u string) {
+	t.Helper()
+	if _, err := bus.Call(ctx, s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: u}); err != nil {
+		t.Fatalf("navigate %s: %v", u, err)
+	}
+}
+
+func domwState(t testing.TB, ctx context.Context, s *session.Session) events.BrowserState {
+	t.Helper()
+	st, err := bus.Call(ctx, s.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true},
+		bus.WithTimeout(2*testbrowser.Timeout))
+	if err != nil {
+		t.Fatalf("browser state: %v", err)
+	}
+	if st.Error != "" {
+		t.Fatalf("browser state error: %s", st.Error)
+	}
+	return st
+}
+
+// domwLine returns the first line of text containing sub.
+func domwLine(text, sub string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
+
+// domwIndexOf returns the index whose element has attribute id=id.
+func domwIndexOf(st events.BrowserState, id string) (int, bool) {
+	for i, e := range st.Elements {
+		if e.Attributes["id"] == id {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// domwEval evaluates expr in the focused tab and decodes the result.
+func domwEval(t testing.TB, ctx context.Context, s *session.Session, expr string, out any) {
+	t.Helper()
+	cs, err := s.PageSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := evaluate(ctx, cs, expr, out); err != nil {
+		t.Fatalf("evaluate %q: %v", expr, err)
+	}
+}
+
+func TestDOMWForms(t *testing.T) {
+	env, s, _ := domwStart(t, DOMConfig{})
+	ctx := domwCtx(t)
+	domwNavigate(t, ctx, s, env.URL("/dom-forms.html"))
+	st := domwState(t, ctx, s)
+	text := st.DOMText
+	if !strings.HasSuffix(st.URL, "/dom-forms.html") || st.Title != "DOM forms" || st.FocusedTarget != s.FocusedTab() || len(st.Tabs) == 0 {
+		t.Fatalf("url %q title %q focus %q tabs %v", st.URL, st.Title, st.FocusedTarget, st.Tabs)
+	}
+	if l := domwLine(text, "id=name"); !strings.Contains(l, "value=Ada") {
+		t.Fatalf("name input line %q\n%s", l, text)
+	}
+	if l := domwLine(text, "<select"); !strings.Contains(l, "Red|Green|Blue") {
+		t.Fatalf("select line without options preview %q\n%s", l, text)
+	}
+	if l := domwLine(text, "id=notes"); !strings.Contains(l, `"  two  spaces\nsecond line  "`) {
+		t.Fatalf("textarea value not exact %q\n%s", l, text)
+	}
+	if strings.Contains(text, "hunter2") || strings.Contains(text, "typed-secret") {
+		t.Fatalf("password value leaked into DOMText:\n%s", text)
+	}
+	for _, e := range st.Elements {
+		for _, v := range e.Attributes {
+			if strings.Contains(v, "typed-secret") || strings.Contains(v, "hunter2") {
+				t.Fatalf("password value in element attributes %+v", e)
+			}
+		}
+	}
+	i, ok := domwIndexOf(st, "hidden-file")
+	if !ok || !strings.Contains(text, "type=file") {
+		t.Fatalf("hidden file input has no index:\n%s", text)
+	}
+	if e, err := s.Element(i); err != nil || e.Tag != "input" || e.SessionID == "" {
+		t.Fatalf("selector map entry %+v %v", e, err)
+	}
+	if sb, ok := domwIndexOf(st, "submit"); !ok || st.Elements[sb].Role != "button" || st.Elements[sb].Name != "Send" || st.Elements[sb].Bounds == nil {
+		t.Fatalf("submit element %+v (AX role/name expected)", st.Elements[sb])
+	}
+	var inner [2]int
+	domwEval(t, ctx, s, "[innerWidth, innerHeight]", &inner)
+	if st.Page.ViewportWidth != inner[0] || st.Page.ViewportHeight != inner[1] || st.Page.PageHeight < inner[1] {
+		t.Fatalf("page info %+v", st.Page)
+	}
+	if st.Stats.Interactive != len(st.Elements) || st.Stats.Nodes == 0 || st.Fingerprint == "" {
+		t.Fatalf("stats %+v fingerprint %q", st.Stats, st.Fingerprint)
+	}
+	fp, err := s.Fingerprint(ctx, "")
+	if err != nil || fp.String() != st.Fingerprint {
+		t.Fatalf("fingerprint %q, session now %q (%v): the mutation fence compares them", st.Fingerprint, fp.String(), err)
+	}
+}
+
+func TestDOMWModalCoversPage(t *testing.T) {
+	env, s, _ := domwStart(t, DOMConfig{})
+	ctx := domwCtx(t)
+	domwNavigate(t, ctx, s, env.URL("/dom-modal.html"))
+	st := domwState(t, ctx, s)
+	if _, ok := domwIndexOf(st, "accept"); !ok {
+		t.Fatalf("modal button has no index:\n%s", st.DOMText)
+	}
+	for _, id := range []string{"under-1", "under-2"} {
+		if _, ok := domwIndexOf(st, id); ok {
+			t.Fatalf("%s is covered by the modal but has an index:\n%s", id, st.DOMText)
+		}
+	}
+}
+
+func TestDOMWLinkWrappingSpans(t *testing.T) {
+	env, s, _ := domwStart(t, DOMConfig{})
+	ctx := domwCtx(t)
+	domwNavigate(t, ctx, s, env.URL("/dom-links.html"))
+	st := domwState(t, ctx, s)
+	i, ok := domwIndexOf(st, "wrap")
+	if !ok {
+		t.Fatalf("wrapping link has no index:\n%s", st.DOMText)
+	}
+	for _, e := range st.Elements {
+		if e.Tag == "span" {
+			t.Fatalf("span inside the link got its own index %d:\n%s", e.Index, st.DOMText)
+		}
+	}
+	if !strings.Contains(st.DOMText, "Read more") || st.Elements[i].Tag != "a" {
+		t.Fatalf("link text missing:\n%s", st.DOMText)
+	}
+}
+
+func TestDOMWNestedScroll(t *testing.T) {
+	env, s, _ := domwStart(t, DOMConfig{})
+	ctx := domwCtx(t)
+	domwNavigate(t, ctx, s, env.URL("/dom-scroll.html"))
+	st := domwState(t, ctx, s)
+	outer, inner := domwLine(st.DOMText, "id=outer"), domwLine(st.DOMText, "id=inner")
+	if !strings.Contains(outer, "|scroll element") || !strings.Contains(inner, "|scroll element") {
+		t.Fatalf("scroll containers not marked:\nouter %q\ninner %q\n%s", outer, inner, st.DOMText)
+	}
+	if !strings.Contains(outer, "pages below") || strings.Count(inner, "\t") <= strings.Count(outer, "\t") {
+		t.Fatalf("nesting or scroll info wrong:\n%s", st.DOMText)
+	}
+}
+
+func TestDOMWShadowRoots(t *testing.T) {
+	env, s, _ := domwStart(t, DOMConfig{})
+	ctx := domwCtx(t)
+	domwNavigate(t, ctx, s, env.URL("/shadow.html"))
+	st := domwState(t, ctx, s)
+	for _, want := range []string{"Open Shadow", "Closed Shadow", "Shadow End", "Open button", "Closed button"} {
+		if !strings.Contains(st.DOMText, want) {
+			t.Fatalf("%q missing:\n%s", want, st.DOMText)
+		}
+	}
+	for _, id := range []string{"open-button", "closed-button", "open-input"} {
+		if _, ok := domwIndexOf(st, id); !ok {
+			t.Fatalf("%s has no index:\n%s", id, st.DOMText)
+		}
+	}
+}
+
+func TestDOMWIframesAndCrossSiteClick(t *testing.T) {
+	env, s, _ := domwStart(t, DOMConfig{})
+	ctx := domwCtx(t)
+	domwNavigate(t, ctx, s, env.URL("/iframes.html"))
+	var st events.BrowserState
+	// The cross-site frame's target attaches asynchronously; wait for it
+	// to show up in the observation.
+	deadline := time.Now().Add(testbrowser.Timeout)
+	for {
+		st = domwState(t, ctx, s)
+		if strings.Count(st.DOMText, "Frame button") >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var same, cross *events.ElementInfo
+	tab := s.FocusedTab()
+	for _, e := range st.Elements {
+		if e.Attributes["id"] != "frame-button" {
+			continue
+		}
+		if e.TargetID == tab {
+			same = &e
+		} else {
+			cross = &e
+		}
+	}
+	if same == nil || cross == nil {
+		t.Fatalf("frame buttons: same %+v cross %+v\n%s", same, cross, st.DOMText)
+	}
+	if !strings.Contains(st.DOMText, "|IFRAME|") || cross.SessionID == same.SessionID {
+		t.Fatalf("iframe markers or sessions wrong:\n%s", st.DOMText)
+	}
+	if cross.Bounds == nil || cross.Bounds.Y <= same.Bounds.Y {
+		t.Fatalf("cross-site button bounds %+v (same-site %+v)", cross.Bounds, same.Bounds)
+	}
+	domwClickIndex(t, ctx, s, cross.Index)
+
+	// The click reached the cross-site document.
+	fs := domwFrameSession(t, s, cross.SessionID)
+	var clicked int
+	if err := evaluate(ctx, fs, "window.clicked || 0", &clicked); err != nil || clicked != 1 {
+		t.Fatalf("cross-site button clicked %d times (%v)", clicked, err)
+	}
+}
+
+func domwFrameSession(t testing.TB, s *session.Session, id string) *cdp.Session {
+	t.Helper()
+	for _, f := range s.FrameTargets("") {
+		if f.Session != nil && string(f.Session.ID()) == id {
+			return f.Session
+		}
+	}
+	t.Fatalf("no frame session %s", id)
+	return nil
+}
+
+// domwClickIndex clicks the element of index i with raw CDP on the session
+// that owns it, at its centre in that frame's own coordinates (the actions
+// watchdog is tested elsewhere; this checks that the index resolves to the
+// right node and session).
+func domwClickIndex(t testing.TB, ctx context.Context, s *session.Session, i int) {
+	t.Helper()
+	ref, cs, err := s.Resolve(events.Target{Index: i})
+	if err != nil {
+		t.Fatalf("resolve %d: %v", i, err)
+	}
+	box, err := cdpproto.Call(ctx, cs, cdpdom.GetBoxModel, cdpdom.GetBoxModelParams{BackendNodeID: cdpproto.BackendNodeID(ref.BackendNodeID)})
+	if err != nil {
+		t.Fatalf("box model: %v", err)
+	}
+	q := box.Model.Content
+	x, y := (q[0]+q[4])/2, (q[1]+q[5])/2
+	for _, typ := range []input.DispatchMouseEventType{input.DispatchMouseEventTypeMousePressed, input.DispatchMouseEventTypeMouseReleased} {
+		if _, err := cdpproto.Call(ctx, cs, input.DispatchMouseEvent, input.DispatchMouseEventParams{
+			Type: typ, X: x, Y: y, Button: input.MouseButtonLeft, ClickCount: 1,
+		}); err != nil {
+			t.Fatalf("mouse %s: %v", typ, err)
+		}
+	}
+}
+
+func TestDOMWListenerScan(t *testing.T) {
+	env, s, _ := domwStart(t, DOMConfig{})
+	ctx := domwCtx(t)
+	domwNavigate(t, ctx, s, env.URL("/dom-listeners.html"))
+	st := domwState(t, ctx, s)
+	if _, ok := domwIndexOf(st, "js-card"); !ok {
+		t.Fatalf("div with a JS click listener has no index:\n%s", st.DOMText)
+	}
+	if _, ok := domwIndexOf(st, "plain-card"); ok {
+		t.Fatalf("plain div got an index:\n%s", st.DOMText)
+	}
+}
+
+func TestDOMWRerenderMarksNew(t *testing.T) {
+	env, s, _ := domwStart(t, DOMConfig{})
+	ctx := domwCtx(t)
+	domwNavigate(t, ctx, s, env.URL("/dom-rerender.html"))
+	st1 := domwState(t, ctx, s)
+	if strings.Contains(st1.DOMText, "*[") {
+		t.Fatalf("first observation marks elements new:\n%s", st1.DOMText)
+	}
+	domwEval(t, ctx, s, "render(2), true", nil)
+	st2 := domwState(t, ctx, s)
+	for i := 0; i < 3; i++ {
+		idx, ok := domwIndexOf(st2, "item-2-"+string(rune('0'+i)))
+		if !ok {
+			t.Fatalf("re-rendered item %d missing:\n%s", i, st2.DOMText)
+		}
+		if l := domwLine(st2.DOMText, "id=item-2-"+string(rune('0'+i))); !strings.Contains(l, "*[") {
+			t.Fatalf("re-rendered item %d (index %d) not marked new: %q\n%s", i, idx, l, st2.DOMText)
+		}
+	}
+	if l := domwLine(st2.DOMText, "id=refresh"); strings.Contains(l, "*[") {
+		t.Fatalf("unchanged button marked new: %q", l)
+	}
+	if st1.Fingerprint == st2.Fingerprint {
+		t.Fatalf("fingerprint unchanged across a re-render: %q", st1.Fingerprint)
+	}
+	// Old indexes are gone from the session's map.
+	old, _ := domwIndexOf(st1, "item-1-0")
+	if _, err := s.Element(old); !errors.Is(err, session.ErrElementNotFound) {
+		t.Fatalf("stale index %d still resolves: %v", old, err)
+	}
+}
+
+func TestDOMWLargePageTruncated(t *testing.T) {
+	// With the viewport test off every element of the 60k page is visible,
+	// so the text must be cut at 40,000 characters with a notice. The
+	// machine is shared: allow far more than the default 20 s.
+	env, s, _ := domwStart(t, DOMConfig{Timeout: 3 * time.Minute, Build: dom.Options{ViewportThreshold: -1}})
+	ctx := domwCtx(t)
+	domwNavigate(t, ctx, s, env.URL("/generated?n=60000"))
+	st := domwState(t, ctx, s)
+	notice := domwLine(st.DOMText, "page truncated")
+	if notice == "" || !strings.HasSuffix(strings.TrimSpace(st.DOMText), notice) {
+		t.Fatalf("no truncation notice at the end (len %d): ...%s", len(st.DOMText), st.DOMText[max(0, len(st.DOMText)-300):])
+	}
+	if len(st.DOMText) > 40000+len(notice)+1 {
+		t.Fatalf("DOMText is %d chars", len(st.DOMText))
+	}
+	if st.Stats.Nodes < 60000 || len(st.Elements) < 30000 {
+		t.Fatalf("stats %+v elements %d: indexes cut from the text must still resolve", st.Stats, len(st.Elements))
+	}
+
+	// With the default viewport test the text covers what is near the
+	// viewport, and the page geometry tells how much lies below.
+	env2, s2, _ := domwStart(t, DOMConfig{Timeout: 3 * time.Minute})
+	domwNavigate(t, ctx, s2, env2.URL("/generated?n=60000"))
+	st2 := domwState(t, ctx, s2)
+	if len(st2.DOMText) == 0 || len(st2.DOMText) > 40000+len(notice)+1 || st2.Page.PixelsBelow <= st2.Page.ViewportHeight {
+		t.Fatalf("default view: %d chars, page %+v", len(st2.DOMText), st2.Page)
+	}
+}
+
+func TestDOMWHonestFailure(t *testing.T) {
+	env, s, _ := domwStart(t, DOMConfig{Timeout: time.Nanosecond})
+	ctx := domwCtx(t)
+	domwNavigate(t, ctx, s, env.URL("/dom-forms.html"))
+	s.SetSelectorMap(&session.SelectorMap{Elements: map[int]events.ElementInfo{7: {Index: 7, BackendNodeID: 7}}})
+	st, err := bus.Call(ctx, s.Bus(), events.BrowserStateRequest,
+		events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: true})
+	if err != nil {
+		t.Fatalf("a failed DOM build must still return a state, got %v", err)
+	}
+	if !strings.Contains(st.Error, "DOM build failed") || !strings.Contains(st.Error, "no element indexes are valid") {
+		t.Fatalf("error %q", st.Error)
+	}
+	if st.DOMText != "" || len(st.Elements) != 0 {
+		t.Fatalf("failed build presented content: %q %v", st.DOMText, st.Elements)
+	}
+	if !strings.HasSuffix(st.URL, "/dom-forms.html") || len(st.Tabs) == 0 || len(st.Screenshot) == 0 {
+		t.Fatalf("url %q tabs %v screenshot %d bytes", st.URL, st.Tabs, len(st.Screenshot))
+	}
+	if _, err := s.Element(7); !errors.Is(err, session.ErrElementNotFound) {
+		t.Fatalf("selector map not cleared: %v", err)
+	}
+}
+
+func TestDOMWBlankPageAndScreenshot(t *testing.T) {
+	_, s, _ := domwStart(t, DOMConfig{})
+	ctx := domwCtx(t)
+	domwNavigate(t, ctx, s, "about:blank")
+	st, err := bus.Call(ctx, s.Bus(), events.BrowserStateRequest,
+		events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: true})
+	if err != nil || st.Error != "" {
+		t.Fatalf("about:blank: %v %q", err, st.Error)
+	}
+	if !strings.Contains(st.DOMText, "about") || len(st.Elements) != 0 || len(st.Screenshot) == 0 {
+		t.Fatalf("about:blank state text %q elements %d shot %d", st.DOMText, len(st.Elements), len(st.Screenshot))
+	}
+	if m := s.SelectorMap(); m == nil || len(m.Elements) != 0 {
+		t.Fatalf("selector map %+v", m)
+	}
+}
+
+func TestDOMWDialogsAndFocusChange(t *testing.T) {
+	src := &domwFakeDialogs{items: []events.DialogInfo{{Type: "alert", Message: "hi", Accepted: true}}}
+	env, s, w := domwStart(t, DOMConfig{Dialogs: src})
+	ctx := domwCtx(t)
+	domwNavigate(t, ctx, s, env.URL("/dom-links.html"))
+	st := domwState(t, ctx, s)
+	if len(st.ClosedDialogs) != 1 || st.ClosedDialogs[0].Message != "hi" {
+		t.Fatalf("closed dialogs %+v", st.ClosedDialogs)
+	}
+	if st2 := domwState(t, ctx, s); len(st2.ClosedDialogs) != 0 {
+		t.Fatalf("dialogs reported twice %+v", st2.ClosedDialogs)
+	}
+	if _, err := bus.Call(ctx, s.Bus(), events.AgentFocusChanged, events.AgentFocusChangedEvent{TargetID: s.FocusedTab()}); err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	n := len(w.prev)
+	w.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("previous maps kept across a focus change: %d", n)
+	}
+}
+
+type domwFakeDialogs struct{ items []events.DialogInfo }
+
+func (d *domwFakeDialogs) TakeHandled() []events.DialogInfo {
+	out := d.items
+	d.items = nil
+	return out
+}
