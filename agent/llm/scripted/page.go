@@ -101,7 +101,7 @@ func parseAttrs(s string) map[string]string {
 }
 
 // LabelAttrs are the attributes a label is matched against, in order.
-var LabelAttrs = []string{"aria-label", "placeholder", "name", "value", "title", "alt"}
+var LabelAttrs = []string{"aria-label", "placeholder", "name", "id", "label", "value", "title", "alt"}
 
 // Find resolves a visible label to an element. Matching is case-insensitive
 // with whitespace collapsed, and goes by tiers, the first non-empty tier

@@ -1,0 +1,594 @@
+// Package agent is the step loop of a browser agent: observe the page through
+// the session's bus, ask the model for up to MaxActionsPerStep actions, run
+// them under the batch fences, record the step, repeat until the model calls
+// done, the step budget runs out, or failures pile up.
+//
+// The agent never speaks CDP for browser actions: each action dispatches an
+// event (events.ClickElement, events.TypeText, ...) on the session's bus and
+// reads the typed result, whose ActionOutcome verdict reaches the model. The
+// two things the event catalog lacks, running page JavaScript and reading the
+// page's text, are the agent's own events (Evaluate, PageText), whose handlers
+// it registers on the session bus when a run starts.
+//
+// See docs/agent.md for the loop, the prompt layout, the actions, the fences
+// and how to add an action.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/session"
+)
+
+// Errors of Run.
+var (
+	// ErrRunning: Run or AddTask was called while a Run is in progress.
+	ErrRunning = errors.New("agent: already running")
+	// ErrNoModel / ErrNoSession: New was given nil.
+	ErrNoModel   = errors.New("agent: no model")
+	ErrNoSession = errors.New("agent: no session")
+	// ErrMaxSteps is recorded in Result.Errors when the budget ran out.
+	ErrMaxSteps = errors.New("agent: failed to complete the task in the maximum number of steps")
+	// ErrTooManyFailures is recorded when the run stopped after
+	// MaxFailures consecutive failures and the forced final answer failed too.
+	ErrTooManyFailures = errors.New("agent: stopped after too many consecutive failures")
+)
+
+// Result is the outcome of a Run.
+type Result struct {
+	// Done reports whether the model called done (or the loop ended the run
+	// with a failed done after an empty reply).
+	Done bool
+	// FinalText is done's text (or the structured data's JSON text).
+	FinalText string
+	// Success is the agent's own claim in done (false without a done).
+	Success bool
+	// StructuredOutput is done's data when Settings.OutputSchema is set and
+	// the model answered with valid data; nil otherwise.
+	StructuredOutput json.RawMessage
+	// Errors are the step-level errors of the run, in order, and the reason
+	// the run stopped when it stopped without done.
+	Errors []string
+	// Steps is the number of steps this Run took (step 0 included).
+	Steps int
+	// Usage sums the token usage of this Run's model calls.
+	Usage llm.Usage
+	// Judgement is the judge's verdict when Settings.Judge is set.
+	Judgement *Judgement
+	// JudgeError is the judge's failure, if any.
+	JudgeError string
+}
+
+// Agent runs tasks in one browser session. Create it with New; Run it; add a
+// follow-up task with AddTask and Run again (the history carries over). An
+// Agent is not safe for concurrent Runs (Run returns ErrRunning).
+type Agent struct {
+	set     Settings
+	model   llm.Model
+	sess    *session.Session
+	tools   *Registry
+	secrets *secrets
+	fs      *FileSystem
+	runDir  string
+	exclude map[string]bool
+	doneAlt *ActionSpec // structured done, when OutputSchema is set
+	outSch  map[string]any
+	log     *zap.Logger
+
+	mu      sync.Mutex
+	running bool
+	tasks   []string
+	history History
+
+	// Owned by the Run goroutine.
+	nextStep  int
+	failures  int
+	readState []string
+	wantShot  bool
+	loop      *loopDetector
+	started   bool
+}
+
+// New returns an agent for task, driving model over sess (which the caller
+// starts and stops). It creates the run directory and the file system.
+func New(task string, model llm.Model, sess *session.Session, set Settings) (*Agent, error) {
+	if model == nil {
+		return nil, ErrNoModel
+	}
+	if sess == nil {
+		return nil, ErrNoSession
+	}
+	if strings.TrimSpace(task) == "" {
+		return nil, fmt.Errorf("%w: empty task", ErrSettings)
+	}
+	set, err := set.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{set: set, model: model, sess: sess, log: set.Logger, exclude: map[string]bool{}}
+	a.tools = set.Tools
+	if a.tools == nil {
+		a.tools = DefaultRegistry()
+	}
+	for _, n := range set.ExcludeActions {
+		a.exclude[n] = true
+	}
+	if set.Vision != VisionAuto {
+		a.exclude["screenshot"] = true
+	}
+	if set.ExtractModel == nil {
+		a.set.ExtractModel = model
+	}
+	if len(set.OutputSchema) > 0 {
+		spec, sch, err := structuredDone(set.OutputSchema)
+		if err != nil {
+			return nil, err
+		}
+		a.doneAlt, a.outSch = spec, sch
+	}
+	a.secrets = newSecrets(set.SensitiveData, set.SensitiveDataByDomain, set.DomainMatcher)
+	if len(set.SensitiveData) > 0 {
+		// Upstream's warning (seed A8): a secret without a domain can be
+		// typed into any page the model reaches.
+		a.log.Warn("agent: SensitiveData is usable on every domain; prefer SensitiveDataByDomain", zap.Int("secrets", len(set.SensitiveData)))
+	}
+	a.runDir = set.RunDir
+	if a.runDir == "" {
+		d, err := os.MkdirTemp("", "browseragent-run-")
+		if err != nil {
+			return nil, fmt.Errorf("agent: run dir: %w", err)
+		}
+		a.runDir = d
+	}
+	if a.fs, err = NewFileSystem(filepath.Join(a.runDir, "files")); err != nil {
+		return nil, err
+	}
+	a.tasks = []string{task}
+	a.history.Task = task
+	a.loop = newLoopDetector(set.LoopWindow, set.LoopNudges)
+	return a, nil
+}
+
+// RunDir returns the directory holding the run's files and screenshots.
+func (a *Agent) RunDir() string { return a.runDir }
+
+// FileSystem returns the agent's file area.
+func (a *Agent) FileSystem() *FileSystem { return a.fs }
+
+// History returns a copy of the run's history so far.
+func (a *Agent) History() *History {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h := History{Task: a.history.Task, Tasks: append([]string(nil), a.history.Tasks...), Items: append([]HistoryItem(nil), a.history.Items...)}
+	return &h
+}
+
+// AddTask sets a follow-up task for the next Run. The model sees the first
+// task as <initial_user_request> and the follow-ups after it; history, files
+// and step numbers carry over, and no URL is opened for it.
+func (a *Agent) AddTask(task string) error {
+	if strings.TrimSpace(task) == "" {
+		return fmt.Errorf("%w: empty task", ErrSettings)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.running {
+		return ErrRunning
+	}
+	a.tasks = append(a.tasks, task)
+	a.history.Tasks = append(a.history.Tasks, task)
+	a.failures = 0
+	return nil
+}
+
+// Run works on the task until done, MaxSteps steps, or MaxFailures
+// consecutive failures plus the forced final answer. When it returns, the
+// history so far is in RunDir/history.json. It returns the Result;
+// the error is non-nil only when the run could not proceed (ctx cancelled,
+// session not started): the Result then holds what happened so far.
+func (a *Agent) Run(ctx context.Context) (*Result, error) {
+	a.mu.Lock()
+	if a.running {
+		a.mu.Unlock()
+		return nil, ErrRunning
+	}
+	a.running = true
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.running = false
+		a.mu.Unlock()
+	}()
+
+	res := &Result{}
+	defer func() {
+		if err := a.History().Save(filepath.Join(a.runDir, "history.json")); err != nil {
+			res.Errors = append(res.Errors, err.Error())
+		}
+	}()
+	if err := registerPageHandlers(a.sess); err != nil {
+		return res, fmt.Errorf("agent: %w", err)
+	}
+	if !a.started {
+		a.started = true
+		calls := a.set.InitialActions
+		if len(calls) == 0 && a.set.directOpen() {
+			if u := startURL(a.tasks[0]); u != "" {
+				p, _ := json.Marshal(map[string]string{"url": u})
+				calls = []ActionCall{{Name: "navigate", Params: p}}
+			}
+		}
+		if len(calls) > 0 {
+			item := a.initialStep(ctx, calls)
+			res.Steps++
+			a.account(res, &item)
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+		}
+	}
+
+	for i := 0; i < a.set.MaxSteps; i++ {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if a.failures > a.set.MaxFailures {
+			res.Errors = append(res.Errors, fmt.Sprintf("%v (%d in a row)", ErrTooManyFailures, a.failures))
+			return res, nil
+		}
+		lastStep := i == a.set.MaxSteps-1
+		item, fin := a.step(ctx, i, lastStep)
+		res.Steps++
+		a.account(res, &item)
+		if fin != nil {
+			res.Done = true
+			res.Success = fin.Success
+			res.FinalText = fin.Text
+			if len(fin.Data) > 0 {
+				res.StructuredOutput = fin.Data
+			}
+			if a.set.Judge != nil {
+				a.judge(ctx, res)
+			}
+			return res, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+	}
+	if a.failures > a.set.MaxFailures {
+		res.Errors = append(res.Errors, fmt.Sprintf("%v (%d in a row)", ErrTooManyFailures, a.failures))
+	} else {
+		res.Errors = append(res.Errors, ErrMaxSteps.Error())
+	}
+	return res, nil
+}
+
+// account adds a finished item to the result.
+func (a *Agent) account(res *Result, item *HistoryItem) {
+	res.Usage.PromptTokens += item.Usage.PromptTokens
+	res.Usage.CompletionTokens += item.Usage.CompletionTokens
+	res.Usage.TotalTokens += item.Usage.TotalTokens
+	res.Usage.CachedTokens += item.Usage.CachedTokens
+	if item.Error != "" {
+		res.Errors = append(res.Errors, fmt.Sprintf("step %d: %s", item.Step, item.Error))
+	}
+}
+
+func (a *Agent) judge(ctx context.Context, res *Result) {
+	h := a.History()
+	var shots [][]byte
+	for i := len(h.Items) - 1; i >= 0 && len(shots) < 10; i-- {
+		if p := h.Items[i].State.ScreenshotPath; p != "" {
+			if b, err := os.ReadFile(p); err == nil {
+				shots = append([][]byte{b}, shots...)
+			}
+		}
+	}
+	j, err := a.set.Judge.Judge(ctx, JudgeInput{Task: strings.Join(a.tasks, "\n\n"), FinalText: res.FinalText, Success: res.Success, History: h, Screenshots: shots})
+	if err != nil {
+		res.JudgeError = err.Error()
+		return
+	}
+	res.Judgement = &j
+}
+
+// initialStep runs InitialActions (or the direct URL open) as step 0.
+func (a *Agent) initialStep(ctx context.Context, calls []ActionCall) HistoryItem {
+	n := a.nextStep
+	a.nextStep++
+	if f := a.set.OnStepStart; f != nil {
+		f(ctx, n)
+	}
+	item := HistoryItem{Step: n, StartedAt: a.set.Now()}
+	sctx, cancel := context.WithTimeout(ctx, a.set.StepTimeout)
+	defer cancel()
+	st := events.BrowserState{FocusedTarget: a.sess.FocusedTab()}
+	for _, t := range a.sess.Tabs() {
+		if t.TargetID == st.FocusedTarget {
+			st.URL = t.URL
+		}
+	}
+	var valid []ActionCall
+	for _, c := range calls {
+		spec, ok := a.spec(c.Name)
+		if !ok {
+			item.Error = fmt.Sprintf("initial action %q is not registered", c.Name)
+			break
+		}
+		if err := ValidateJSON(spec.Params, orEmpty(c.Params)); err != nil {
+			item.Error = fmt.Sprintf("initial action %s: %v", c.Name, err)
+			break
+		}
+		valid = append(valid, c)
+	}
+	a.multiAct(sctx, &st, valid, &item, n)
+	a.finishTimeout(ctx, sctx, &item, valid)
+	a.finish(ctx, &item)
+	return item
+}
+
+func orEmpty(p json.RawMessage) json.RawMessage {
+	if len(strings.TrimSpace(string(p))) == 0 {
+		return json.RawMessage("{}")
+	}
+	return p
+}
+
+// spec returns the spec of a named action, the structured done included.
+func (a *Agent) spec(name string) (ActionSpec, bool) {
+	if name == "done" && a.doneAlt != nil {
+		return *a.doneAlt, true
+	}
+	return a.tools.Get(name)
+}
+
+// offered returns this step's actions.
+func (a *Agent) offered(url string, doneOnly bool) []ActionSpec {
+	specs := a.tools.offered(url, a.set.DomainMatcher, a.exclude, doneOnly)
+	if a.doneAlt != nil {
+		for i := range specs {
+			if specs[i].Name == "done" {
+				specs[i] = *a.doneAlt
+			}
+		}
+	}
+	return specs
+}
+
+// step runs one step. fin is the done result when the run is finished.
+func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *ActionResult) {
+	n := a.nextStep
+	a.nextStep++
+	if f := a.set.OnStepStart; f != nil {
+		f(ctx, n)
+	}
+	item := HistoryItem{Step: n, StartedAt: a.set.Now()}
+	sctx, cancel := context.WithTimeout(ctx, a.set.StepTimeout)
+	defer cancel()
+
+	shot := a.set.Vision == VisionOn || (a.set.Vision == VisionAuto && a.wantShot)
+	a.wantShot = false
+	st, err := bus.Call(sctx, a.sess.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: shot})
+	if err != nil {
+		item.Error = a.secrets.scrub(fmt.Sprintf("could not observe the page: %v", err))
+		a.finishTimeout(ctx, sctx, &item, nil)
+		a.finish(ctx, &item)
+		return item, nil
+	}
+	item.State = StateRecord{URL: st.URL, Title: st.Title, Tabs: st.Tabs, Fingerprint: st.Fingerprint, DOMError: st.Error}
+	if len(st.Screenshot) > 0 {
+		dir := filepath.Join(a.runDir, "screenshots")
+		p := filepath.Join(dir, fmt.Sprintf("step_%d.png", n))
+		if os.MkdirAll(dir, 0o755) == nil && os.WriteFile(p, st.Screenshot, 0o644) == nil {
+			item.State.ScreenshotPath = p
+		}
+	}
+	a.loop.recordPage(st.URL, st.Fingerprint, st.DOMText)
+
+	forceDone := lastStep || a.failures >= a.set.MaxFailures
+	offered := a.offered(st.URL, forceDone)
+	var nudges []string
+	switch {
+	case a.failures >= a.set.MaxFailures:
+		nudges = append(nudges, fmt.Sprintf("You failed %d times in a row. This is your last step: only done is available. Report what you found so far in done's text, and set success to false unless the task is fully complete.", a.failures))
+	case lastStep:
+		nudges = append(nudges, "This is the last step of the budget: only done is available. Give your final answer; set success to false unless the task is fully complete.")
+	case a.set.BudgetWarning > 0 && float64(i+1) >= a.set.BudgetWarning*float64(a.set.MaxSteps):
+		nudges = append(nudges, fmt.Sprintf("BUDGET WARNING: you have used %d of %d steps. Consolidate what you have and call done soon.", i+1, a.set.MaxSteps))
+	}
+	if m := a.loop.nudge(); m != "" {
+		nudges = append(nudges, m)
+	}
+	msgs := a.messages(&st, n, i, offered, nudges)
+	a.readState = nil
+
+	out, fin, err := a.ask(sctx, msgs, offered, &item)
+	switch {
+	case err != nil:
+		item.Error = a.secrets.scrub(err.Error())
+	case fin != nil:
+		item.Actions = append(item.Actions, ActionRecord{Name: "done", Result: *fin, Error: "", Verdict: ""})
+	default:
+		item.Output = out
+		if len(out.Dropped) > 0 {
+			item.Notes = append(item.Notes, fmt.Sprintf("You sent more than %d actions; these were dropped without running: %s.", a.set.MaxActionsPerStep, strings.Join(out.Dropped, ", ")))
+		}
+		a.loop.record(out.Action)
+		a.multiAct(sctx, &st, out.Action, &item, n)
+	}
+	var calls []ActionCall
+	if out != nil {
+		calls = out.Action
+	}
+	a.finishTimeout(ctx, sctx, &item, calls)
+	a.finish(ctx, &item)
+	if fin != nil {
+		return item, fin
+	}
+	for _, r := range item.Actions {
+		if r.Result.Done && r.Error == "" {
+			res := r.Result
+			return item, &res
+		}
+	}
+	return item, nil
+}
+
+// finishTimeout turns a step timeout into the step's error, naming the
+// actions that ran and those that did not.
+func (a *Agent) finishTimeout(ctx, sctx context.Context, item *HistoryItem, calls []ActionCall) {
+	if ctx.Err() != nil || !errors.Is(sctx.Err(), context.DeadlineExceeded) {
+		return
+	}
+	var ran, notRun []string
+	for i, c := range calls {
+		if i < len(item.Actions) {
+			status := "ok"
+			if item.Actions[i].Error != "" {
+				status = "interrupted: " + shorten(item.Actions[i].Error, 120)
+			}
+			ran = append(ran, fmt.Sprintf("%d %s (%s)", i+1, c.Name, status))
+		} else {
+			notRun = append(notRun, fmt.Sprintf("%d %s", i+1, c.Name))
+		}
+	}
+	msg := fmt.Sprintf("step %d timed out after %s", item.Step, a.set.StepTimeout)
+	switch {
+	case len(calls) == 0:
+		msg += " before any action was chosen"
+	default:
+		if len(ran) > 0 {
+			msg += "; actions that ran: " + strings.Join(ran, ", ")
+		} else {
+			msg += "; no action ran"
+		}
+		if len(notRun) > 0 {
+			msg += "; not run: " + strings.Join(notRun, ", ")
+		}
+	}
+	if item.Error != "" {
+		msg += " (" + item.Error + ")"
+	}
+	item.Error = a.secrets.scrub(msg)
+}
+
+// finish records the item, updates the failure count and calls OnStepEnd.
+func (a *Agent) finish(ctx context.Context, item *HistoryItem) {
+	item.EndedAt = a.set.Now()
+	item.Failed = item.Error != "" || (len(item.Actions) > 0 && item.Actions[0].Error != "")
+	if item.Failed {
+		a.failures++
+	} else {
+		a.failures = 0
+	}
+	a.mu.Lock()
+	a.history.Items = append(a.history.Items, *item)
+	a.mu.Unlock()
+	if f := a.set.OnStepEnd; f != nil {
+		f(ctx, *item)
+	}
+}
+
+// ask calls the model under LLMTimeout and parses the reply. An empty reply
+// (no content, or no action) is asked once more; a second one ends the run
+// with a failed done (fin). A malformed reply is an *OutputError.
+func (a *Agent) ask(ctx context.Context, msgs []llm.Message, offered []ActionSpec, item *HistoryItem) (*AgentOutput, *ActionResult, error) {
+	schema := outputSchema(offered, a.set.MaxActionsPerStep)
+	for attempt := 0; attempt < 2; attempt++ {
+		lctx, cancel := context.WithTimeout(ctx, a.set.LLMTimeout)
+		start := time.Now()
+		resp, err := a.model.Generate(lctx, llm.Request{Messages: msgs, Schema: schema})
+		cancel()
+		item.ModelTime += time.Since(start)
+		if resp != nil {
+			item.Usage.PromptTokens += resp.Usage.PromptTokens
+			item.Usage.CompletionTokens += resp.Usage.CompletionTokens
+			item.Usage.TotalTokens += resp.Usage.TotalTokens
+			item.Usage.CachedTokens += resp.Usage.CachedTokens
+		}
+		empty := errors.Is(err, llm.ErrEmptyReply) || (err == nil && (resp == nil || strings.TrimSpace(resp.Content) == ""))
+		var out *AgentOutput
+		if err == nil && !empty {
+			out, err = ParseOutput(resp.Content, offered, a.set.MaxActionsPerStep)
+			if errors.Is(err, ErrNoAction) {
+				empty, err = true, nil
+			}
+		}
+		if empty {
+			a.log.Info("agent: model returned no action", zap.Int("step", item.Step), zap.Int("attempt", attempt+1))
+			msgs = append(append([]llm.Message(nil), msgs...), llm.UserMessage(llm.Text("Your reply contained no action. Reply with the JSON object described above, with at least one action in \"action\" (use done if you are finished).")))
+			continue
+		}
+		switch {
+		case err == nil:
+			return out, nil, nil
+		case ctx.Err() != nil:
+			return nil, nil, fmt.Errorf("model call interrupted: %w", ctx.Err())
+		case errors.Is(err, ErrInvalidOutput):
+			return nil, nil, fmt.Errorf("your previous reply could not be used: %s", strings.TrimPrefix(err.Error(), "invalid model output: "))
+		case errors.Is(err, llm.ErrMalformedOutput):
+			return nil, nil, fmt.Errorf("your previous reply could not be used: it was not valid JSON (%s)", shorten(err.Error(), 300))
+		case errors.Is(err, context.DeadlineExceeded):
+			return nil, nil, fmt.Errorf("the model call timed out after %s", a.set.LLMTimeout)
+		default:
+			return nil, nil, fmt.Errorf("model call failed: %w", err)
+		}
+	}
+	return nil, &ActionResult{Done: true, Success: false, Text: "The model returned no action twice in a row; the run ended without an answer."}, nil
+}
+
+// structuredDone builds the done action whose data follows the caller's
+// output schema.
+func structuredDone(schema json.RawMessage) (*ActionSpec, map[string]any, error) {
+	var data map[string]any
+	if err := json.Unmarshal(schema, &data); err != nil {
+		return nil, nil, fmt.Errorf("%w: OutputSchema: %v", ErrSettings, err)
+	}
+	params := normalizeSchema(map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"success": map[string]any{"type": "boolean", "description": "true only if the task is complete and verified"},
+			"data":    data,
+		},
+		"required":             []string{"success", "data"},
+		"additionalProperties": false,
+	})
+	spec := &ActionSpec{
+		Name:        "done",
+		Description: "Finish the task with the structured answer in data (it must follow the schema). Must be the only action of its step.",
+		Params:      params,
+		Risk:        RiskRead,
+		Run: func(_ context.Context, _ *ActionContext, raw json.RawMessage) (ActionResult, error) {
+			var p struct {
+				Success bool            `json:"success"`
+				Data    json.RawMessage `json:"data"`
+			}
+			if err := decodeParams(raw, &p); err != nil {
+				return ActionResult{}, err
+			}
+			if err := validateValueRaw(data, p.Data); err != nil {
+				return ActionResult{}, fmt.Errorf("done: data does not follow the output schema: %w", err)
+			}
+			return ActionResult{Done: true, Success: p.Success, Data: p.Data, Text: string(p.Data)}, nil
+		},
+	}
+	return spec, data, nil
+}
+
+func validateValueRaw(schema map[string]any, raw json.RawMessage) error {
+	return ValidateJSON(normalizeSchema(schema), raw)
+}

@@ -1,0 +1,119 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/events"
+)
+
+// ActionRecord is one action that ran (or was refused) in a step.
+type ActionRecord struct {
+	Name string `json:"name"`
+	// Params as the model wrote them (placeholders, never secret values).
+	Params json.RawMessage `json:"params,omitempty"`
+	Risk   Risk            `json:"risk,omitempty"`
+	// Result is the action's report; Error its failure ("" on success).
+	Result   ActionResult   `json:"result"`
+	Error    string         `json:"error,omitempty"`
+	Verdict  events.Verdict `json:"verdict,omitempty"`
+	Duration time.Duration  `json:"duration_ns"`
+}
+
+// StateRecord is what the step observed.
+type StateRecord struct {
+	URL            string           `json:"url,omitempty"`
+	Title          string           `json:"title,omitempty"`
+	Tabs           []events.TabInfo `json:"tabs,omitempty"`
+	ScreenshotPath string           `json:"screenshot_path,omitempty"`
+	Fingerprint    string           `json:"fingerprint,omitempty"`
+	DOMError       string           `json:"dom_error,omitempty"`
+}
+
+// HistoryItem is one step of a run.
+type HistoryItem struct {
+	Step int `json:"step"`
+	// Output is the model's parsed reply (nil for step 0 and failed calls).
+	Output  *AgentOutput   `json:"model_output,omitempty"`
+	Actions []ActionRecord `json:"actions,omitempty"`
+	State   StateRecord    `json:"state"`
+	// Error is a step-level failure: model call, parse error, timeout.
+	Error string `json:"error,omitempty"`
+	// Notes are fence and nudge messages shown to the model on the next step.
+	Notes     []string      `json:"notes,omitempty"`
+	Usage     llm.Usage     `json:"usage"`
+	StartedAt time.Time     `json:"started_at"`
+	EndedAt   time.Time     `json:"ended_at"`
+	ModelTime time.Duration `json:"model_time_ns,omitempty"`
+	// Failed reports whether the step counted as a failure.
+	Failed bool `json:"failed,omitempty"`
+}
+
+// History is a run's record. Save writes it as JSON; LoadHistory reads it.
+type History struct {
+	Task  string        `json:"task"`
+	Tasks []string      `json:"tasks,omitempty"` // follow-up tasks, in order
+	Items []HistoryItem `json:"history"`
+}
+
+// Save writes h to path as indented JSON (atomically: a temporary file is
+// renamed over path). The history holds no secret values: parameters keep
+// the model's placeholders, and every text was scrubbed when recorded.
+func (h *History) Save(path string) error {
+	b, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		return fmt.Errorf("agent: save history: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".history-*.json")
+	if err != nil {
+		return fmt.Errorf("agent: save history: %w", err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("agent: save history: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("agent: save history: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("agent: save history: %w", err)
+	}
+	return nil
+}
+
+// LoadHistory reads a history written by Save. Unknown fields are an error.
+func LoadHistory(path string) (*History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("agent: load history: %w", err)
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	dec.DisallowUnknownFields()
+	var h History
+	if err := dec.Decode(&h); err != nil {
+		return nil, fmt.Errorf("agent: load history %s: %w", path, err)
+	}
+	return &h, nil
+}
+
+// FinalResult returns the done action's result of the last step, if any.
+func (h *History) FinalResult() (ActionResult, bool) {
+	if len(h.Items) == 0 {
+		return ActionResult{}, false
+	}
+	last := h.Items[len(h.Items)-1]
+	for _, a := range last.Actions {
+		if a.Result.Done {
+			return a.Result, true
+		}
+	}
+	return ActionResult{}, false
+}

@@ -1,0 +1,299 @@
+package agent
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/events"
+)
+
+//go:embed prompts/*.md
+var promptFS embed.FS
+
+// SystemPrompt returns the default system prompt for maxActions actions per
+// step (the text of prompts/system.md).
+func SystemPrompt(maxActions int) string {
+	b, err := promptFS.ReadFile("prompts/system.md")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return strings.ReplaceAll(string(b), "{{MAX_ACTIONS}}", strconv.Itoa(maxActions))
+}
+
+func (a *Agent) systemPrompt() string {
+	if a.set.OverrideSystemPrompt != "" {
+		return a.set.OverrideSystemPrompt
+	}
+	p := SystemPrompt(a.set.MaxActionsPerStep)
+	if a.set.ExtendSystemPrompt != "" {
+		p += "\n\n" + a.set.ExtendSystemPrompt
+	}
+	return p
+}
+
+// messages builds this step's request: the system prompt and one user
+// message rebuilt from scratch (not a growing chat), then the nudges and the
+// screenshot. Every text goes through the secret scrubber.
+func (a *Agent) messages(st *events.BrowserState, n, i int, offered []ActionSpec, nudges []string) []llm.Message {
+	var b strings.Builder
+
+	a.mu.Lock()
+	tasks := append([]string(nil), a.tasks...)
+	items := append([]HistoryItem(nil), a.history.Items...)
+	a.mu.Unlock()
+
+	if len(tasks) == 1 {
+		fmt.Fprintf(&b, "<user_request>\n%s\n</user_request>\n", tasks[0])
+	} else {
+		fmt.Fprintf(&b, "<user_request>\n<initial_user_request>\n%s\n</initial_user_request>\n", tasks[0])
+		for _, t := range tasks[1:] {
+			fmt.Fprintf(&b, "<follow_up_user_request>\n%s\n</follow_up_user_request>\n", t)
+		}
+		b.WriteString("</user_request>\n")
+	}
+	if a.outSch != nil {
+		sch, _ := json.Marshal(a.outSch)
+		fmt.Fprintf(&b, "<expected_output>\nFinish with done whose data follows this JSON schema:\n%s\n</expected_output>\n", sch)
+	}
+
+	b.WriteString("<agent_history>\n")
+	b.WriteString(a.historyText(items))
+	b.WriteString("</agent_history>\n")
+
+	b.WriteString("<agent_state>\n")
+	if todo, err := a.fs.Read("todo.md"); err == nil {
+		if strings.TrimSpace(todo) == "" {
+			todo = "(empty: write a checklist to todo.md for long tasks)"
+		}
+		fmt.Fprintf(&b, "<todo_contents>\n%s\n</todo_contents>\n", todo)
+	}
+	if fsd := a.fs.describe(); fsd != "" {
+		fmt.Fprintf(&b, "<file_system>\n%s</file_system>\n", fsd)
+	}
+	if names := a.secrets.names(st.URL); len(names) > 0 {
+		fmt.Fprintf(&b, "<sensitive_data>\nSecrets you can type on this page with input, writing the placeholder exactly: %s\n</sensitive_data>\n", placeholders(names))
+	}
+	if len(a.set.AvailableFilePaths) > 0 {
+		fmt.Fprintf(&b, "<available_file_paths>\n%s\n</available_file_paths>\n", strings.Join(a.set.AvailableFilePaths, "\n"))
+	}
+	b.WriteString("</agent_state>\n")
+
+	b.WriteString("<browser_state>\n")
+	a.browserStateText(&b, st)
+	b.WriteString("</browser_state>\n")
+
+	if len(a.readState) > 0 {
+		rs := strings.Join(a.readState, "\n\n")
+		if len(rs) > DefaultMaxReadStateChars {
+			rs = strings.ToValidUTF8(rs[:DefaultMaxReadStateChars], "") + "\n[... truncated]"
+		}
+		fmt.Fprintf(&b, "<read_state>\n%s\n</read_state>\n", rs)
+	}
+
+	var pageSpecific []string
+	for _, s := range offered {
+		if len(s.Domains) > 0 {
+			pageSpecific = append(pageSpecific, s.Name+": "+s.Description)
+		}
+	}
+	if len(pageSpecific) > 0 {
+		fmt.Fprintf(&b, "<page_specific_actions>\n%s\n</page_specific_actions>\n", strings.Join(pageSpecific, "\n"))
+	}
+	b.WriteString("<available_actions>\n")
+	for _, s := range offered {
+		params, _ := json.Marshal(s.Params["properties"])
+		fmt.Fprintf(&b, "%s: %s params=%s\n", s.Name, s.Description, params)
+	}
+	b.WriteString("</available_actions>\n")
+
+	fmt.Fprintf(&b, "<step_info>\nStep %d of %d (step number %d of the run). Today: %s\n</step_info>", i+1, a.set.MaxSteps, n, a.set.Now().Format("2006-01-02"))
+
+	parts := []llm.Part{llm.Text(a.secrets.scrub(b.String()))}
+	for _, m := range nudges {
+		parts = append(parts, llm.Text(a.secrets.scrub(m)))
+	}
+	if len(st.Screenshot) > 0 && a.set.Vision != VisionOff {
+		parts = append(parts, llm.Text("Current screenshot:"), llm.ImagePart("image/png", st.Screenshot))
+	}
+	return []llm.Message{llm.SystemMessage(a.systemPrompt()), llm.UserMessage(parts...)}
+}
+
+func placeholders(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "<secret>" + n + "</secret>"
+	}
+	return strings.Join(out, ", ")
+}
+
+// historyText renders the steps for <agent_history>, compacted to
+// MaxHistoryItems when set.
+func (a *Agent) historyText(items []HistoryItem) string {
+	if len(items) == 0 {
+		return "(no steps yet)\n"
+	}
+	var b strings.Builder
+	show := items
+	omitted := 0
+	if m := a.set.MaxHistoryItems; m > 0 && len(items) > m {
+		omitted = len(items) - m
+		b.WriteString(stepText(items[0]))
+		fmt.Fprintf(&b, "[... %d previous steps omitted ...]\n", omitted)
+		show = items[len(items)-(m-1):]
+	}
+	for _, it := range show {
+		b.WriteString(stepText(it))
+	}
+	return b.String()
+}
+
+func stepText(it HistoryItem) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<step_%d>\n", it.Step)
+	if o := it.Output; o != nil {
+		if o.EvaluationPreviousGoal != "" {
+			fmt.Fprintf(&b, "Evaluation of previous step: %s\n", o.EvaluationPreviousGoal)
+		}
+		if o.Memory != "" {
+			fmt.Fprintf(&b, "Memory: %s\n", o.Memory)
+		}
+		if o.NextGoal != "" {
+			fmt.Fprintf(&b, "Next goal: %s\n", o.NextGoal)
+		}
+	}
+	total := len(it.Actions)
+	if it.Output != nil {
+		total = len(it.Output.Action)
+	}
+	for j, r := range it.Actions {
+		params := displayJSON(r.Params)
+		if params == "" || params == "{}" {
+			params = ""
+		} else {
+			params = " " + shorten(params, 300)
+		}
+		fmt.Fprintf(&b, "Action %d/%d %s%s: ", j+1, max(total, len(it.Actions)), r.Name, params)
+		if r.Error != "" {
+			fmt.Fprintf(&b, "ERROR: %s\n", errorText(r.Error))
+		} else {
+			fmt.Fprintf(&b, "%s\n", shorten(r.Result.Text, 1000))
+		}
+	}
+	for _, note := range it.Notes {
+		fmt.Fprintf(&b, "%s\n", note)
+	}
+	if it.Error != "" {
+		fmt.Fprintf(&b, "ERROR: %s\n", errorText(it.Error))
+	}
+	fmt.Fprintf(&b, "</step_%d>\n", it.Step)
+	return b.String()
+}
+
+// errorText keeps long errors readable: head and tail.
+func errorText(s string) string {
+	return shorten(s, DefaultHistoryErrorMaxLen)
+}
+
+// browserStateText renders <browser_state>.
+func (a *Agent) browserStateText(b *strings.Builder, st *events.BrowserState) {
+	writeBrowserState(b, st, a.set.MaxElementsChars)
+}
+
+// BrowserStateText is the body of the <browser_state> section the model
+// reads for an observation, with the element list capped at maxChars
+// (<= 0: DefaultMaxElementsChars). `browseragent state` prints it so that
+// "why does this element have no index" can be answered from the same text.
+func BrowserStateText(st *events.BrowserState, maxChars int) string {
+	if maxChars <= 0 {
+		maxChars = DefaultMaxElementsChars
+	}
+	var b strings.Builder
+	writeBrowserState(&b, st, maxChars)
+	return b.String()
+}
+
+func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int) {
+	cur := shortTab(st.FocusedTarget)
+	fmt.Fprintf(b, "Current tab: %s\nCurrent URL: %s\nTitle: %s\n", cur, st.URL, st.Title)
+	if len(st.Tabs) > 0 {
+		b.WriteString("Available tabs:\n")
+		for _, t := range st.Tabs {
+			fmt.Fprintf(b, "Tab %s: %s - %s\n", shortTab(t.TargetID), t.URL, shorten(t.Title, 60))
+		}
+	}
+	p := st.Page
+	if p.ViewportHeight > 0 {
+		above := float64(p.PixelsAbove) / float64(p.ViewportHeight)
+		below := float64(p.PixelsBelow) / float64(p.ViewportHeight)
+		fmt.Fprintf(b, "<page_info>%.1f pages above, %.1f pages below</page_info>\n", above, below)
+	}
+	for _, d := range st.ClosedDialogs {
+		verb := "dismissed"
+		if d.Accepted {
+			verb = "accepted"
+		}
+		fmt.Fprintf(b, "A JavaScript %s dialog was %s for you: %q\n", d.Type, verb, shorten(d.Message, 300))
+	}
+	if st.IsPDFViewer {
+		b.WriteString("This tab shows a PDF viewer: its content is not in the element list.\n")
+	}
+	if len(st.PendingRequests) > 0 && len(st.Elements) < 10 {
+		b.WriteString("The page may still be loading; consider waiting.\n")
+	}
+	if st.Error != "" {
+		fmt.Fprintf(b, "<browser_state_error>\n%s\nNo element index is valid this step. Wait, scroll, or navigate, then try again.\n</browser_state_error>\n", st.Error)
+		return
+	}
+	text := st.DOMText
+	truncated := false
+	if len(text) > maxChars {
+		text = strings.ToValidUTF8(text[:maxChars], "")
+		truncated = true
+	}
+	if truncated {
+		fmt.Fprintf(b, "Interactive elements (truncated to %d characters; scroll or extract for the rest):\n", maxChars)
+	} else {
+		b.WriteString("Interactive elements:\n")
+	}
+	if strings.TrimSpace(text) == "" {
+		b.WriteString("[Start of page]\n(empty page: nothing to interact with; the page may still be loading)\n[End of page]\n")
+		return
+	}
+	if p.PixelsAbove > 0 {
+		fmt.Fprintf(b, "... %d pixels above - scroll up to see more ...\n", p.PixelsAbove)
+	} else {
+		b.WriteString("[Start of page]\n")
+	}
+	b.WriteString(text)
+	if !strings.HasSuffix(text, "\n") {
+		b.WriteString("\n")
+	}
+	if p.PixelsBelow > 0 {
+		fmt.Fprintf(b, "... %d pixels below - scroll down to see more ...\n", p.PixelsBelow)
+	} else {
+		b.WriteString("[End of page]\n")
+	}
+}
+
+// displayJSON re-encodes compact JSON without HTML escaping, so that
+// placeholders read <secret>name</secret> rather than \u003csecret\u003e.
+func displayJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return string(raw)
+	}
+	return strings.TrimSpace(b.String())
+}

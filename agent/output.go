@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/browseragent/browseragent/agent/llm"
+)
+
+// ActionCall is one action of a model reply: {"<Name>": <Params>}.
+type ActionCall struct {
+	Name   string          `json:"name"`
+	Params json.RawMessage `json:"params"`
+}
+
+// MarshalJSON writes the model's form {"name": params}.
+func (c ActionCall) MarshalJSON() ([]byte, error) {
+	p := c.Params
+	if len(p) == 0 {
+		p = json.RawMessage("{}")
+	}
+	return json.Marshal(map[string]json.RawMessage{c.Name: p})
+}
+
+// UnmarshalJSON reads the model's form {"name": params}.
+func (c *ActionCall) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	if len(m) != 1 {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return fmt.Errorf("an action must be an object with exactly one key (the action name), got %d keys %v", len(m), keys)
+	}
+	for k, v := range m {
+		c.Name, c.Params = k, v
+	}
+	return nil
+}
+
+// AgentOutput is the model's reply for one step.
+type AgentOutput struct {
+	Thinking               string       `json:"thinking,omitempty"`
+	EvaluationPreviousGoal string       `json:"evaluation_previous_goal,omitempty"`
+	Memory                 string       `json:"memory,omitempty"`
+	NextGoal               string       `json:"next_goal,omitempty"`
+	Action                 []ActionCall `json:"action"`
+	// Dropped lists actions beyond MaxActionsPerStep that were cut (the model
+	// is told).
+	Dropped []string `json:"dropped,omitempty"`
+}
+
+// ErrInvalidOutput is matched by every error ParseOutput returns.
+var ErrInvalidOutput = errors.New("agent: invalid model output")
+
+// ErrNoAction is matched by the error for a well-formed reply with no
+// action (the loop asks once more, then ends the run with a failed done).
+var ErrNoAction = errors.New("agent: model returned no action")
+
+// OutputError is a model reply that could not be used. Its message is what
+// the model reads on the next step.
+type OutputError struct {
+	Reason string
+	Err    error // the cause: a *llm.ParseError, ErrNoAction, ErrUnknownAction, ErrBadParams
+}
+
+func (e *OutputError) Error() string { return "invalid model output: " + e.Reason }
+
+// Is matches ErrInvalidOutput.
+func (e *OutputError) Is(target error) bool { return target == ErrInvalidOutput }
+
+// Unwrap returns the cause.
+func (e *OutputError) Unwrap() error { return e.Err }
+
+// ParseOutput decodes and validates a model reply against the actions
+// offered this step (by name). Action parameters are checked against their
+// schemas; actions beyond maxActions are dropped and listed in Dropped.
+// Every failure is an *OutputError (matching ErrInvalidOutput) whose text
+// says exactly what was wrong; the function never panics on any input.
+func ParseOutput(content string, offered []ActionSpec, maxActions int) (*AgentOutput, error) {
+	raw, err := llm.ExtractJSON(content)
+	if err != nil {
+		return nil, &OutputError{Reason: "the reply is not a JSON object: " + shorten(err.Error(), 300), Err: err}
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, &OutputError{Reason: "the reply must be a JSON object with an \"action\" list", Err: &llm.ParseError{Content: shorten(string(raw), 512), Offset: -1, Err: err}}
+	}
+	var out AgentOutput
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"thinking", &out.Thinking}, {"evaluation_previous_goal", &out.EvaluationPreviousGoal}, {"memory", &out.Memory}, {"next_goal", &out.NextGoal}} {
+		v, ok := probe[f.key]
+		if !ok || string(bytes.TrimSpace(v)) == "null" {
+			continue
+		}
+		if err := json.Unmarshal(v, f.dst); err != nil {
+			return nil, &OutputError{Reason: fmt.Sprintf("field %q must be a string", f.key), Err: err}
+		}
+	}
+	av, ok := probe["action"]
+	if !ok || string(bytes.TrimSpace(av)) == "null" {
+		return nil, &OutputError{Reason: "the reply has no \"action\" list", Err: ErrNoAction}
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(av, &items); err != nil {
+		return nil, &OutputError{Reason: "\"action\" must be a list of {\"<action name>\": {parameters}} objects", Err: err}
+	}
+	if len(items) == 0 {
+		return nil, &OutputError{Reason: "the \"action\" list is empty", Err: ErrNoAction}
+	}
+	byName := make(map[string]*ActionSpec, len(offered))
+	for i := range offered {
+		byName[offered[i].Name] = &offered[i]
+	}
+	for i, it := range items {
+		var c ActionCall
+		if err := json.Unmarshal(it, &c); err != nil {
+			return nil, &OutputError{Reason: fmt.Sprintf("action %d: %v", i+1, err), Err: err}
+		}
+		if maxActions > 0 && len(out.Action) >= maxActions {
+			out.Dropped = append(out.Dropped, c.Name)
+			continue
+		}
+		spec, ok := byName[c.Name]
+		if !ok {
+			return nil, &OutputError{Reason: fmt.Sprintf("action %d: %q is not available this step; available: %s", i+1, c.Name, strings.Join(specNames(offered), ", ")), Err: ErrUnknownAction}
+		}
+		params := c.Params
+		if len(bytes.TrimSpace(params)) == 0 || string(bytes.TrimSpace(params)) == "null" {
+			params = json.RawMessage("{}")
+		}
+		if err := ValidateJSON(spec.Params, params); err != nil {
+			return nil, &OutputError{Reason: fmt.Sprintf("action %d (%s): parameters do not fit: %s", i+1, c.Name, strings.TrimPrefix(err.Error(), ErrSchema.Error()+": ")), Err: fmt.Errorf("%w: %v", ErrBadParams, err)}
+		}
+		c.Params = append(json.RawMessage(nil), params...)
+		out.Action = append(out.Action, c)
+	}
+	// done must be alone: actions after it would never run, actions before it
+	// would run unverified.
+	for i, c := range out.Action {
+		if c.Name == "done" && len(out.Action) > 1 {
+			return nil, &OutputError{Reason: fmt.Sprintf("\"done\" must be the only action of its step (it was action %d of %d)", i+1, len(out.Action)), Err: ErrBadParams}
+		}
+	}
+	return &out, nil
+}
+
+func specNames(specs []ActionSpec) []string {
+	out := make([]string, len(specs))
+	for i, s := range specs {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// outputSchema builds the reply schema for the offered actions.
+func outputSchema(offered []ActionSpec, maxActions int) *llm.Schema {
+	var alts []any
+	for _, s := range offered {
+		p := map[string]any{}
+		for k, v := range s.Params {
+			p[k] = v
+		}
+		if s.Description != "" {
+			p["description"] = s.Description
+		}
+		alts = append(alts, map[string]any{
+			"type":                 "object",
+			"properties":           map[string]any{s.Name: p},
+			"required":             []string{s.Name},
+			"additionalProperties": false,
+		})
+	}
+	actions := map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"anyOf": alts}}
+	if maxActions > 0 {
+		actions["maxItems"] = maxActions
+	}
+	ab, _ := json.Marshal(actions)
+	// Written by hand to keep the property order: with constrained decoding
+	// the model writes properties in schema order, and it must reason
+	// (thinking, evaluation, memory, next_goal) before it picks actions.
+	str := `{"type":"string"}`
+	b := []byte(`{"type":"object","properties":{"thinking":` + str + `,"evaluation_previous_goal":` + str +
+		`,"memory":` + str + `,"next_goal":` + str + `,"action":` + string(ab) +
+		`},"required":["thinking","evaluation_previous_goal","memory","next_goal","action"],"additionalProperties":false}`)
+	return &llm.Schema{Name: "agent_output", Description: "The agent's reasoning and next actions", JSON: b}
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n < 20 {
+		return strings.ToValidUTF8(s[:n], "")
+	}
+	h := n/2 - 3
+	return strings.ToValidUTF8(s[:h]+" ... "+s[len(s)-h:], "")
+}

@@ -1,0 +1,318 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// ErrSchema is wrapped by errors about a parameter type that cannot be turned
+// into a JSON schema, or a value that does not fit a schema.
+var ErrSchema = errors.New("agent: schema")
+
+// SchemaOf derives the JSON schema of a Go parameter type by reflection. It is
+// how custom actions (Register) get their parameter schema. The rules are
+// small on purpose:
+//
+//   - the type must be a struct (or pointer to one); its exported fields are
+//     the properties, named by their `json` tag (`json:"-"` skips a field);
+//   - a field is required unless its tag has ",omitempty" or it is a pointer;
+//   - `description:"..."` documents a field for the model;
+//   - `enum:"a,b,c"` restricts a string field to those values;
+//   - supported kinds: string, bool, the integer and float kinds, slices and
+//     arrays, maps with string keys, nested structs, pointers to these, and
+//     json.RawMessage (any JSON value).
+//
+// Every object schema gets "additionalProperties": false, so a reply that
+// invents a parameter is an error the model reads.
+func SchemaOf(t reflect.Type) (map[string]any, error) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("%w: parameters must be a struct, got %s", ErrSchema, t)
+	}
+	return schemaOfType(t, map[reflect.Type]bool{})
+}
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+func schemaOfType(t reflect.Type, seen map[reflect.Type]bool) (map[string]any, error) {
+	if t == rawMessageType {
+		return map[string]any{}, nil
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return schemaOfType(t.Elem(), seen)
+	case reflect.String:
+		return map[string]any{"type": "string"}, nil
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}, nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return map[string]any{"type": "integer"}, nil
+	case reflect.Float32, reflect.Float64:
+		return map[string]any{"type": "number"}, nil
+	case reflect.Slice, reflect.Array:
+		items, err := schemaOfType(t.Elem(), seen)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"type": "array", "items": items}, nil
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			return nil, fmt.Errorf("%w: map key of %s must be a string", ErrSchema, t)
+		}
+		v, err := schemaOfType(t.Elem(), seen)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"type": "object", "additionalProperties": v}, nil
+	case reflect.Struct:
+		if seen[t] {
+			return nil, fmt.Errorf("%w: recursive type %s", ErrSchema, t)
+		}
+		seen[t] = true
+		defer delete(seen, t)
+		props := map[string]any{}
+		required := []string{}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, omit := f.Name, false
+			if tag, ok := f.Tag.Lookup("json"); ok {
+				parts := strings.Split(tag, ",")
+				if parts[0] == "-" && len(parts) == 1 {
+					continue
+				}
+				if parts[0] != "" {
+					name = parts[0]
+				}
+				for _, p := range parts[1:] {
+					if p == "omitempty" || p == "omitzero" {
+						omit = true
+					}
+				}
+			}
+			fs, err := schemaOfType(f.Type, seen)
+			if err != nil {
+				return nil, fmt.Errorf("field %s: %w", f.Name, err)
+			}
+			if d := f.Tag.Get("description"); d != "" {
+				fs["description"] = d
+			}
+			if e := f.Tag.Get("enum"); e != "" {
+				var vals []any
+				for _, v := range strings.Split(e, ",") {
+					vals = append(vals, strings.TrimSpace(v))
+				}
+				fs["enum"] = vals
+			}
+			props[name] = fs
+			if !omit && f.Type.Kind() != reflect.Pointer {
+				required = append(required, name)
+			}
+		}
+		sort.Strings(required)
+		return map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}, nil
+	}
+	return nil, fmt.Errorf("%w: unsupported kind %s", ErrSchema, t)
+}
+
+// ValidateJSON checks value against a JSON schema (the subset this package
+// emits and a caller's output schema commonly uses: type, properties,
+// required, additionalProperties, items, enum, anyOf). It returns an error
+// naming the first path that does not fit; the error wraps ErrSchema.
+func ValidateJSON(schema map[string]any, value json.RawMessage) error {
+	var v any
+	if err := json.Unmarshal(value, &v); err != nil {
+		return fmt.Errorf("%w: not JSON: %v", ErrSchema, err)
+	}
+	return validateValue(schema, v, "$")
+}
+
+func validateValue(s map[string]any, v any, path string) error {
+	if s == nil {
+		return nil
+	}
+	if anyOf, ok := s["anyOf"].([]any); ok {
+		var first error
+		for _, alt := range anyOf {
+			as, _ := alt.(map[string]any)
+			err := validateValue(as, v, path)
+			if err == nil {
+				return nil
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		if first != nil {
+			return first
+		}
+	}
+	if enum, ok := s["enum"].([]any); ok {
+		found := false
+		for _, e := range enum {
+			if reflect.DeepEqual(e, v) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("%w: %s: %v is not one of %v", ErrSchema, path, v, enum)
+		}
+	}
+	typ := s["type"]
+	if types, ok := typ.([]any); ok {
+		for _, t := range types {
+			ts, _ := t.(string)
+			if typeMatches(ts, v) {
+				typ = ts
+				break
+			}
+		}
+		if _, still := typ.([]any); still {
+			return fmt.Errorf("%w: %s: want one of types %v, got %s", ErrSchema, path, types, jsonKind(v))
+		}
+	}
+	ts, _ := typ.(string)
+	if ts != "" && !typeMatches(ts, v) {
+		return fmt.Errorf("%w: %s: want %s, got %s", ErrSchema, path, ts, jsonKind(v))
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		props, _ := s["properties"].(map[string]any)
+		if req, ok := s["required"].([]any); ok {
+			for _, r := range req {
+				name, _ := r.(string)
+				if _, ok := x[name]; !ok {
+					return fmt.Errorf("%w: %s: missing required property %q", ErrSchema, path, name)
+				}
+			}
+		} else if req, ok := s["required"].([]string); ok {
+			for _, name := range req {
+				if _, ok := x[name]; !ok {
+					return fmt.Errorf("%w: %s: missing required property %q", ErrSchema, path, name)
+				}
+			}
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		required := map[string]bool{}
+		switch req := s["required"].(type) {
+		case []any:
+			for _, r := range req {
+				if n, ok := r.(string); ok {
+					required[n] = true
+				}
+			}
+		case []string:
+			for _, n := range req {
+				required[n] = true
+			}
+		}
+		for _, k := range keys {
+			// An optional property sent as null is absent: strict-mode
+			// providers (OpenAI) make optional properties required but
+			// nullable, so a conforming reply carries nulls for them.
+			if x[k] == nil && !required[k] {
+				continue
+			}
+			if ps, ok := props[k].(map[string]any); ok {
+				if err := validateValue(ps, x[k], path+"."+k); err != nil {
+					return err
+				}
+				continue
+			}
+			switch ap := s["additionalProperties"].(type) {
+			case bool:
+				if !ap {
+					return fmt.Errorf("%w: %s: unknown property %q", ErrSchema, path, k)
+				}
+			case map[string]any:
+				if err := validateValue(ap, x[k], path+"."+k); err != nil {
+					return err
+				}
+			}
+		}
+	case []any:
+		if items, ok := s["items"].(map[string]any); ok {
+			for i, e := range x {
+				if err := validateValue(items, e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
+		}
+		if m, ok := s["maxItems"].(float64); ok && float64(len(x)) > m {
+			return fmt.Errorf("%w: %s: more than %v items", ErrSchema, path, m)
+		}
+	}
+	return nil
+}
+
+func typeMatches(t string, v any) bool {
+	switch t {
+	case "object":
+		_, ok := v.(map[string]any)
+		return ok
+	case "array":
+		_, ok := v.([]any)
+		return ok
+	case "string":
+		_, ok := v.(string)
+		return ok
+	case "boolean":
+		_, ok := v.(bool)
+		return ok
+	case "number":
+		_, ok := v.(float64)
+		return ok
+	case "integer":
+		f, ok := v.(float64)
+		return ok && f == float64(int64(f))
+	case "null":
+		return v == nil
+	}
+	return true
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case float64:
+		return "number"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// normalizeSchema round-trips a schema built from Go maps through JSON, so
+// that "required" lists become []any like a decoded document's.
+func normalizeSchema(m map[string]any) map[string]any {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return m
+	}
+	var out map[string]any
+	if json.Unmarshal(b, &out) != nil {
+		return m
+	}
+	return out
+}

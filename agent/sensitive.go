@@ -1,0 +1,113 @@
+package agent
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// secretRE matches a placeholder the model writes for a secret.
+var secretRE = regexp.MustCompile(`<secret>\s*([^<>]*?)\s*</secret>`)
+
+// secrets holds the run's sensitive data and applies the two rules: values
+// are resolved only on allowed domains, and scrubbed from every text the
+// agent produces.
+type secrets struct {
+	global   map[string]string
+	byDomain map[string]map[string]string
+	match    func(pattern, url string) bool
+	// scrub pairs, longest value first so a value containing another is
+	// replaced whole.
+	pairs [][2]string
+}
+
+func newSecrets(global map[string]string, byDomain map[string]map[string]string, match func(string, string) bool) *secrets {
+	s := &secrets{global: global, byDomain: byDomain, match: match}
+	add := func(k, v string) { s.pairs = append(s.pairs, [2]string{v, "<secret>" + k + "</secret>"}) }
+	for k, v := range global {
+		add(k, v)
+	}
+	for _, m := range byDomain {
+		for k, v := range m {
+			add(k, v)
+		}
+	}
+	sort.Slice(s.pairs, func(i, j int) bool {
+		if len(s.pairs[i][0]) != len(s.pairs[j][0]) {
+			return len(s.pairs[i][0]) > len(s.pairs[j][0])
+		}
+		return s.pairs[i][1] < s.pairs[j][1]
+	})
+	return s
+}
+
+func (s *secrets) empty() bool { return len(s.pairs) == 0 }
+
+// names returns the placeholder names usable on url, sorted.
+func (s *secrets) names(url string) []string {
+	set := map[string]bool{}
+	for k := range s.global {
+		set[k] = true
+	}
+	for d, m := range s.byDomain {
+		if url != "" && s.match(d, url) {
+			for k := range m {
+				set[k] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// lookup returns the value of name on url.
+func (s *secrets) lookup(name, url string) (string, bool) {
+	for d, m := range s.byDomain {
+		if v, ok := m[name]; ok && url != "" && s.match(d, url) {
+			return v, true
+		}
+	}
+	v, ok := s.global[name]
+	return v, ok
+}
+
+// resolve replaces every placeholder in text with its value on url. It
+// reports the first name used (for the event's SensitiveKey). A placeholder
+// that is unknown or not allowed on url is an error naming it (not its
+// value).
+func (s *secrets) resolve(text, url string) (out string, key string, err error) {
+	out = secretRE.ReplaceAllStringFunc(text, func(m string) string {
+		if err != nil {
+			return m
+		}
+		name := secretRE.FindStringSubmatch(m)[1]
+		v, ok := s.lookup(name, url)
+		if !ok {
+			err = fmt.Errorf("secret %q is not available on %s", name, hostOf(url))
+			return m
+		}
+		if key == "" {
+			key = name
+		}
+		return v
+	})
+	return out, key, err
+}
+
+// scrub replaces every secret value in text with its placeholder.
+func (s *secrets) scrub(text string) string {
+	if s == nil {
+		return text
+	}
+	for _, p := range s.pairs {
+		if strings.Contains(text, p[0]) {
+			text = strings.ReplaceAll(text, p[0], p[1])
+		}
+	}
+	return text
+}

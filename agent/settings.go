@@ -1,0 +1,237 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/browseragent/browseragent/agent/llm"
+)
+
+// Vision says when the model gets a screenshot of the page.
+type Vision string
+
+// Vision modes.
+const (
+	// VisionOn attaches a screenshot to every step (upstream default).
+	VisionOn Vision = "on"
+	// VisionAuto attaches one only on the step after the model called the
+	// "screenshot" action (the action exists only in this mode).
+	VisionAuto Vision = "auto"
+	// VisionOff never attaches one.
+	VisionOff Vision = "off"
+)
+
+// Defaults of Settings (browser-use 0.x's where it has one).
+const (
+	DefaultMaxActionsPerStep  = 5
+	DefaultMaxFailures        = 5
+	DefaultStepTimeout        = 180 * time.Second
+	DefaultLLMTimeout         = 90 * time.Second
+	DefaultMaxSteps           = 500
+	DefaultBudgetWarning      = 0.75
+	DefaultLoopWindow         = 20
+	DefaultMaxElementsChars   = 40000
+	DefaultMaxReadStateChars  = 60000
+	DefaultSearchEngine       = "duckduckgo"
+	DefaultExtractChunkChars  = 100000
+	DefaultStagnationSteps    = 5
+	DefaultEvaluateResultCap  = 20000
+	DefaultWaitActionMaxWait  = 30 * time.Second
+	DefaultHistoryErrorMaxLen = 400
+)
+
+// DefaultLoopNudges are the repetition counts (of one action in the loop
+// window) at which the model is told it may be looping.
+var DefaultLoopNudges = []int{5, 8, 12}
+
+// Settings configure an Agent. The zero value is usable: each zero field
+// means the default documented on it. Settings are copied at New.
+type Settings struct {
+	// Vision: VisionOn (default), VisionAuto or VisionOff.
+	Vision Vision
+	// MaxActionsPerStep caps the actions of one reply; extra actions are
+	// dropped and the model is told which. Default 5.
+	MaxActionsPerStep int
+	// MaxFailures is the number of consecutive failed steps after which the
+	// model gets one step offering only "done" to give a final answer; if
+	// that step fails too, the run stops. Default 5.
+	MaxFailures int
+	// StepTimeout bounds a whole step (observation, model call, actions).
+	// A step that runs over fails, and the next message names the actions
+	// that already ran. Default 180 s.
+	StepTimeout time.Duration
+	// LLMTimeout bounds one model call. Default 90 s (upstream varies it by
+	// model between 30 and 90 s; wrap the model with llm.WithRetry for
+	// retries inside this bound).
+	LLMTimeout time.Duration
+	// MaxSteps is the step budget of a Run. Default 500. From
+	// BudgetWarning × MaxSteps on, the model is told to wrap up; the last step
+	// offers only "done".
+	MaxSteps int
+	// BudgetWarning is the fraction of MaxSteps after which the budget
+	// warning is shown. Default 0.75; negative disables it.
+	BudgetWarning float64
+	// LoopWindow is the number of recent actions the loop detector looks at.
+	// Default 20; negative disables loop detection.
+	LoopWindow int
+	// LoopNudges are the repetition counts at which a nudge is added to the
+	// prompt. Default DefaultLoopNudges (5, 8, 12). The detector never
+	// blocks an action.
+	LoopNudges []int
+	// MaxHistoryItems, when > 0, compacts the <agent_history> section: the
+	// first step, a "[... N previous steps omitted ...]" line and the last
+	// MaxHistoryItems-1 steps. Must be 0 or > 5 (upstream's rule). Default 0:
+	// every step is shown.
+	MaxHistoryItems int
+	// MaxElementsChars caps the interactive-elements text shown each step;
+	// the cut is announced. Default 40,000.
+	MaxElementsChars int
+	// InitialActions run before the first model call, as step 0 (no model
+	// call). They replace DirectlyOpenURL.
+	InitialActions []ActionCall
+	// DirectlyOpenURL: when the task names exactly one URL (not negated, not
+	// a file name), navigate there as step 0. Default true (nil).
+	DirectlyOpenURL *bool
+	// SensitiveData maps placeholder names to secret values usable on every
+	// domain. The model sees only <secret>name</secret>; see docs/agent.md.
+	SensitiveData map[string]string
+	// SensitiveDataByDomain maps a domain pattern (DomainMatcher) to secrets
+	// usable only on pages matching it.
+	SensitiveDataByDomain map[string]map[string]string
+	// Approver is asked before each action runs. Default: allow everything.
+	Approver Approver
+	// Judge, when set, grades the run after a done (an extra model call when
+	// it is a ModelJudge). Default nil: no judge. The verdict is attached to
+	// the Result; it never changes Success.
+	Judge Judge
+	// OutputSchema, when set, is the JSON schema (object root) of the run's
+	// structured answer: "done" then takes {success, data} with data
+	// following it, and Result.StructuredOutput carries data.
+	OutputSchema json.RawMessage
+	// ExtractModel answers "extract" queries. Default: the agent's model.
+	ExtractModel llm.Model
+	// Tools are the actions offered. Default: DefaultRegistry(). Pass your
+	// own registry (usually DefaultRegistry plus Register calls).
+	Tools *Registry
+	// ExcludeActions removes actions by name from what is offered.
+	ExcludeActions []string
+	// AvailableFilePaths are local files the model may upload or read
+	// besides the agent's own files.
+	AvailableFilePaths []string
+	// RunDir receives the agent's files (files/), screenshots
+	// (screenshots/step_N.png) and is where History.Save is usually pointed.
+	// Default: a new temporary directory, kept after the run (it holds the
+	// run's artifacts); Agent.RunDir reports it.
+	RunDir string
+	// SearchEngine for the "search" action: duckduckgo (default), google,
+	// bing.
+	SearchEngine string
+	// DomainMatcher reports whether a URL matches a domain pattern; used for
+	// action domain filters and per-domain secrets. Default MatchDomain.
+	// Deployments can plug the URL policy's matcher (watchdogs.MatchDomain)
+	// to have one definition of a pattern.
+	DomainMatcher func(pattern, rawURL string) bool
+	// ExtendSystemPrompt is appended to the system prompt;
+	// OverrideSystemPrompt replaces it.
+	ExtendSystemPrompt, OverrideSystemPrompt string
+	// OnStepStart is called before each step with its number; OnStepEnd after
+	// it with its history item (a copy). Called on the Run goroutine, never
+	// under a lock; a slow callback slows the run.
+	OnStepStart func(ctx context.Context, step int)
+	OnStepEnd   func(ctx context.Context, item HistoryItem)
+	// Logger; default zap.NewNop(). Secrets are never logged.
+	Logger *zap.Logger
+	// Now returns the current time (the date shown to the model). Default
+	// time.Now.
+	Now func() time.Time
+}
+
+// ErrSettings is wrapped by New's errors for invalid settings.
+var ErrSettings = errors.New("agent: invalid settings")
+
+func (s Settings) withDefaults() (Settings, error) {
+	switch s.Vision {
+	case "":
+		s.Vision = VisionOn
+	case VisionOn, VisionAuto, VisionOff:
+	default:
+		return s, fmt.Errorf("%w: Vision %q (want on, auto or off)", ErrSettings, s.Vision)
+	}
+	if s.MaxActionsPerStep <= 0 {
+		s.MaxActionsPerStep = DefaultMaxActionsPerStep
+	}
+	if s.MaxFailures <= 0 {
+		s.MaxFailures = DefaultMaxFailures
+	}
+	if s.StepTimeout <= 0 {
+		s.StepTimeout = DefaultStepTimeout
+	}
+	if s.LLMTimeout <= 0 {
+		s.LLMTimeout = DefaultLLMTimeout
+	}
+	if s.MaxSteps <= 0 {
+		s.MaxSteps = DefaultMaxSteps
+	}
+	if s.BudgetWarning == 0 {
+		s.BudgetWarning = DefaultBudgetWarning
+	}
+	if s.LoopWindow == 0 {
+		s.LoopWindow = DefaultLoopWindow
+	}
+	if s.LoopNudges == nil {
+		s.LoopNudges = DefaultLoopNudges
+	}
+	if s.MaxHistoryItems < 0 || (s.MaxHistoryItems > 0 && s.MaxHistoryItems <= 5) {
+		return s, fmt.Errorf("%w: MaxHistoryItems must be 0 (all) or more than 5, got %d", ErrSettings, s.MaxHistoryItems)
+	}
+	if s.MaxElementsChars <= 0 {
+		s.MaxElementsChars = DefaultMaxElementsChars
+	}
+	if s.SearchEngine == "" {
+		s.SearchEngine = DefaultSearchEngine
+	}
+	if _, err := searchURL(s.SearchEngine, "x"); err != nil {
+		return s, fmt.Errorf("%w: %v", ErrSettings, err)
+	}
+	if s.DomainMatcher == nil {
+		s.DomainMatcher = MatchDomain
+	}
+	if s.Logger == nil {
+		s.Logger = zap.NewNop()
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.Approver == nil {
+		s.Approver = AllowAll{}
+	}
+	if len(s.OutputSchema) > 0 {
+		var m map[string]any
+		if err := json.Unmarshal(s.OutputSchema, &m); err != nil {
+			return s, fmt.Errorf("%w: OutputSchema is not a JSON object: %v", ErrSettings, err)
+		}
+		if t, _ := m["type"].(string); t != "object" {
+			return s, fmt.Errorf("%w: OutputSchema must have \"type\": \"object\" at its root", ErrSettings)
+		}
+	}
+	for k, v := range s.SensitiveData {
+		if k == "" || v == "" {
+			return s, fmt.Errorf("%w: SensitiveData has an empty name or value", ErrSettings)
+		}
+	}
+	for d, m := range s.SensitiveDataByDomain {
+		for k, v := range m {
+			if d == "" || k == "" || v == "" {
+				return s, fmt.Errorf("%w: SensitiveDataByDomain has an empty domain, name or value", ErrSettings)
+			}
+		}
+	}
+	return s, nil
+}
+
+func (s Settings) directOpen() bool { return s.DirectlyOpenURL == nil || *s.DirectlyOpenURL }

@@ -1,0 +1,430 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/browseragent/browseragent/agent/llm"
+)
+
+func offeredDefault() []ActionSpec {
+	return DefaultRegistry().offered("https://example.com/", MatchDomain, map[string]bool{"screenshot": true}, false)
+}
+
+func TestParseOutputCases(t *testing.T) {
+	offered := offeredDefault()
+	cases := []struct {
+		name, in string
+		want     error
+		reason   string
+	}{
+		{"empty", "", ErrInvalidOutput, "not a JSON object"},
+		{"prose", "I will click the button", ErrInvalidOutput, "not a JSON object"},
+		{"array", `[1,2]`, ErrInvalidOutput, "must be a JSON object"},
+		{"no action", `{"memory":"x"}`, ErrNoAction, "no \"action\" list"},
+		{"empty action", `{"action":[]}`, ErrNoAction, "is empty"},
+		{"action not list", `{"action":{"click":{"index":1}}}`, ErrInvalidOutput, "must be a list"},
+		{"two keys", `{"action":[{"click":{"index":1},"input":{"index":2,"text":"x"}}]}`, ErrInvalidOutput, "exactly one key"},
+		{"unknown", `{"action":[{"fly":{}}]}`, ErrUnknownAction, `"fly" is not available`},
+		{"missing param", `{"action":[{"click":{}}]}`, ErrBadParams, `missing required property "index"`},
+		{"wrong type", `{"action":[{"click":{"index":"5"}}]}`, ErrBadParams, "want integer"},
+		{"extra param", `{"action":[{"click":{"index":5,"force":true}}]}`, ErrBadParams, `unknown property "force"`},
+		{"memory not string", `{"memory":5,"action":[{"go_back":{}}]}`, ErrInvalidOutput, `"memory" must be a string`},
+		{"done not alone", `{"action":[{"click":{"index":1}},{"done":{"text":"x","success":true}}]}`, ErrBadParams, "only action"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := ParseOutput(c.in, offered, 5)
+			if err == nil {
+				t.Fatalf("accepted: %+v", out)
+			}
+			if !errors.Is(err, ErrInvalidOutput) || !errors.Is(err, c.want) {
+				t.Fatalf("error %v does not match %v", err, c.want)
+			}
+			if !strings.Contains(err.Error(), c.reason) {
+				t.Fatalf("error %q lacks %q", err, c.reason)
+			}
+		})
+	}
+}
+
+func TestParseOutputGood(t *testing.T) {
+	in := "<think>hmm</think>\n```json\n" + `{"thinking":"t","evaluation_previous_goal":"e","memory":"m","next_goal":"n","action":[` +
+		`{"click":{"index":1}},{"input":{"index":2,"text":"x"}},{"go_back":null},{"scroll":{}},{"wait":{}},{"click":{"index":3}},{"click":{"index":4}}]}` + "\n```"
+	out, err := ParseOutput(in, offeredDefault(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Action) != 5 || out.Action[1].Name != "input" || !reflect.DeepEqual(out.Dropped, []string{"click", "click"}) || out.Memory != "m" || out.Thinking != "t" {
+		t.Fatalf("%+v", out)
+	}
+	if string(out.Action[2].Params) != "{}" {
+		t.Fatalf("null params should become {}: %s", out.Action[2].Params)
+	}
+	b, _ := json.Marshal(out.Action[0])
+	if string(b) != `{"click":{"index":1}}` {
+		t.Fatalf("marshal %s", b)
+	}
+}
+
+func FuzzParseOutput(f *testing.F) {
+	for _, s := range []string{
+		``, `{}`, `{"action":[]}`, `{"action":[{"click":{"index":1}}]}`, `{"action":[{"done":{"text":"a","success":true}}]}`,
+		"```json\n{\"action\":[{\"wait\":{}}]}\n```", `{"action":[{"input":{"index":1,"text":"\u0000"}}]}`, `{"action":[null]}`,
+		`{"action":[{"scroll":{"pages":1e400}}]}`, `{"action":"x"}`, `[{"a":1}]`, `{"action":[{"click":{"index":1.5}}]}`,
+	} {
+		f.Add(s)
+	}
+	offered := offeredDefault()
+	f.Fuzz(func(t *testing.T, s string) {
+		out, err := ParseOutput(s, offered, 5)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidOutput) || err.Error() == "" {
+				t.Fatalf("unclear error %T %v", err, err)
+			}
+			if out != nil {
+				t.Fatal("output with error")
+			}
+			return
+		}
+		if len(out.Action) == 0 || len(out.Action) > 5 {
+			t.Fatalf("%d actions", len(out.Action))
+		}
+		for _, a := range out.Action {
+			if _, ok := DefaultRegistry().Get(a.Name); !ok {
+				t.Fatalf("unknown action %q accepted", a.Name)
+			}
+		}
+	})
+}
+
+type schemaSample struct {
+	Name   string            `json:"name" description:"who"`
+	Age    int               `json:"age,omitempty"`
+	Tags   []string          `json:"tags"`
+	Opt    *float64          `json:"opt"`
+	Mode   string            `json:"mode" enum:"a,b"`
+	Extra  map[string]int    `json:"extra,omitempty"`
+	Inner  struct{ X bool }  `json:"inner"`
+	Raw    json.RawMessage   `json:"raw,omitempty"`
+	Skip   string            `json:"-"`
+	hidden int               //nolint:unused // unexported: ignored
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+func TestSchemaOf(t *testing.T) {
+	s, err := SchemaOf(reflect.TypeFor[schemaSample]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = normalizeSchema(s)
+	props := s["properties"].(map[string]any)
+	if _, ok := props["Skip"]; ok || props["hidden"] != nil {
+		t.Fatal("skipped fields present")
+	}
+	if fmt.Sprint(s["required"]) != "[inner mode name tags]" {
+		t.Fatalf("required %v", s["required"])
+	}
+	if props["name"].(map[string]any)["description"] != "who" {
+		t.Fatal("description")
+	}
+	good := `{"name":"a","tags":["x"],"mode":"b","inner":{"X":true},"raw":[1,{"a":2}],"opt":1.5}`
+	if err := ValidateJSON(s, json.RawMessage(good)); err != nil {
+		t.Fatal(err)
+	}
+	for bad, want := range map[string]string{
+		`{"name":"a","tags":["x"],"mode":"c","inner":{"X":true}}`:                "not one of",
+		`{"name":"a","tags":[1],"mode":"a","inner":{"X":true}}`:                  "$.tags[0]: want string",
+		`{"name":"a","tags":[],"mode":"a","inner":{}}`:                           `$.inner: missing required property "X"`,
+		`{"name":"a","tags":[],"mode":"a","inner":{"X":true},"age":1.5}`:         "$.age: want integer",
+		`{"name":"a","tags":[],"mode":"a","inner":{"X":true},"zzz":1}`:           `unknown property "zzz"`,
+		`{"name":"a","tags":[],"mode":"a","inner":{"X":true},"extra":{"k":"v"}}`: "$.extra.k: want integer",
+	} {
+		if err := ValidateJSON(s, json.RawMessage(bad)); err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrSchema) {
+			t.Errorf("%s: error %v, want %q", bad, err, want)
+		}
+	}
+	if _, err := SchemaOf(reflect.TypeFor[int]()); !errors.Is(err, ErrSchema) {
+		t.Fatal("non-struct accepted")
+	}
+	type rec struct {
+		Next *rec `json:"next"`
+	}
+	if _, err := SchemaOf(reflect.TypeFor[rec]()); !errors.Is(err, ErrSchema) {
+		t.Fatal("recursive type accepted")
+	}
+	type badMap struct {
+		M map[int]string `json:"m"`
+	}
+	if _, err := SchemaOf(reflect.TypeFor[badMap]()); !errors.Is(err, ErrSchema) {
+		t.Fatal("int map key accepted")
+	}
+}
+
+func TestRegistryErrors(t *testing.T) {
+	r := DefaultRegistry()
+	noop := func(ctx ctxT, ac *ActionContext, p NoParams) (ActionResult, error) { return ActionResult{}, nil }
+	if err := Register(r, "click", "dup", noop); !errors.Is(err, ErrDuplicateAction) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	if err := Register(r, "Bad-Name", "x", noop); err == nil {
+		t.Fatal("bad name accepted")
+	}
+	if err := r.Add(ActionSpec{Name: "x"}); err == nil {
+		t.Fatal("nil Run accepted")
+	}
+	if !r.Remove("evaluate") || r.Remove("evaluate") {
+		t.Fatal("remove")
+	}
+	if got := len(r.Names()); got != 21 {
+		t.Fatalf("%d actions after removing evaluate", got)
+	}
+}
+
+func TestStartURL(t *testing.T) {
+	for task, want := range map[string]string{
+		"Go to https://example.com/shop and buy milk":               "https://example.com/shop",
+		"open example.com, then find the price":                     "https://example.com",
+		"Compare https://a.com and https://b.com":                   "",
+		"never go to evil.com; search for cats":                     "",
+		"Don't visit https://x.org. Use www.wikipedia.org instead.": "https://www.wikipedia.org",
+		"Summarize report.pdf and notes.html":                       "",
+		"mail bob@example.com the summary":                          "",
+		"Visit http://127.0.0.1:8080/agent-form.html please.":       "http://127.0.0.1:8080/agent-form.html",
+		"find weather": "",
+		"go to https://example.com/a and then https://example.com/a": "https://example.com/a",
+	} {
+		if got := startURL(task); got != want {
+			t.Errorf("%q: got %q, want %q", task, got, want)
+		}
+	}
+}
+
+func TestMatchDomain(t *testing.T) {
+	for _, c := range []struct {
+		p, u string
+		ok   bool
+	}{
+		{"example.com", "https://example.com/x", true},
+		{"example.com", "https://www.example.com/x", true},
+		{"example.com", "https://evil-example.com/", false},
+		{"example.com", "https://example.com.evil.org/", false},
+		{"*.example.com", "https://a.b.example.com/", true},
+		{"*.example.com", "https://example.com/", true},
+		{"https://example.com", "http://example.com/", false},
+		{"example.com:8080", "http://example.com:8080/", true},
+		{"example.com:8080", "http://example.com/", false},
+		{"*", "https://anything.org", true},
+		{"*", "about:blank", false},
+		{"127.0.0.1", "http://127.0.0.1:5000/", true},
+	} {
+		if got := MatchDomain(c.p, c.u); got != c.ok {
+			t.Errorf("MatchDomain(%q, %q) = %v", c.p, c.u, got)
+		}
+	}
+}
+
+func TestSecrets(t *testing.T) {
+	s := newSecrets(map[string]string{"user": "bob", "pw": "bobs-password"}, map[string]map[string]string{"*.bank.com": {"pin": "4321"}}, MatchDomain)
+	if got := s.names("https://x.org"); fmt.Sprint(got) != "[pw user]" {
+		t.Fatal(got)
+	}
+	if got := s.names("https://www.bank.com"); fmt.Sprint(got) != "[pin pw user]" {
+		t.Fatal(got)
+	}
+	out, key, err := s.resolve("<secret>pin</secret>", "https://www.bank.com/login")
+	if err != nil || out != "4321" || key != "pin" {
+		t.Fatal(out, key, err)
+	}
+	if _, _, err := s.resolve("<secret>pin</secret>", "https://evil.org/"); err == nil || strings.Contains(err.Error(), "4321") {
+		t.Fatalf("pin off-domain: %v", err)
+	}
+	if _, _, err := s.resolve("<secret>nope</secret>", "https://x.org"); err == nil {
+		t.Fatal("unknown secret resolved")
+	}
+	// Longest value first: "bobs-password" is scrubbed whole, not as "bob"+"s-password".
+	if got := s.scrub("user bob typed bobs-password and 4321"); got != "user <secret>user</secret> typed <secret>pw</secret> and <secret>pin</secret>" {
+		t.Fatal(got)
+	}
+}
+
+func TestFileSystem(t *testing.T) {
+	fs, err := NewFileSystem(filepath.Join(t.TempDir(), "files"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"../x.md", "a/b.md", ".hidden.md", "x.exe", "", "noext", `a\b.md`} {
+		if err := fs.Write(bad, "x", false); !errors.Is(err, ErrFileName) {
+			t.Errorf("%q accepted: %v", bad, err)
+		}
+	}
+	if err := fs.Write("notes.md", "a", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Write("notes.md", "bc", true); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := fs.Read("notes.md"); c != "abc" {
+		t.Fatal(c)
+	}
+	if n, err := fs.Replace("notes.md", "b", "B"); n != 1 || err != nil {
+		t.Fatal(n, err)
+	}
+	if _, err := fs.Replace("notes.md", "zzz", "y"); err == nil {
+		t.Fatal("replace of a missing string")
+	}
+	if _, err := fs.Read("missing.md"); err == nil || !strings.Contains(err.Error(), "notes.md") {
+		t.Fatalf("missing file error should list the files: %v", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(fs.Dir(), "notes.md"))
+	if string(b) != "aBc" {
+		t.Fatalf("disk mirror %q", b)
+	}
+	if fmt.Sprint(fs.Names()) != "[notes.md todo.md]" {
+		t.Fatal(fs.Names())
+	}
+}
+
+func TestLoopDetector(t *testing.T) {
+	d := newLoopDetector(20, DefaultLoopNudges)
+	click := ActionCall{Name: "click", Params: json.RawMessage(`{"index":3}`)}
+	for i := 1; i <= 12; i++ {
+		d.record([]ActionCall{click, {Name: "wait", Params: json.RawMessage(`{}`)}})
+		n := d.nudge()
+		switch {
+		case i < 5 && n != "":
+			t.Fatalf("%d repeats: early nudge %q", i, n)
+		case i >= 5 && i < 8 && !strings.Contains(n, "LOOP CHECK"):
+			t.Fatalf("%d repeats: %q", i, n)
+		case i >= 8 && i < 12 && !strings.Contains(n, "LOOP WARNING"):
+			t.Fatalf("%d repeats: %q", i, n)
+		case i == 12 && !strings.Contains(n, "LOOP ALERT"):
+			t.Fatalf("%d repeats: %q", i, n)
+		}
+	}
+	// Searches with the same words in another order are the same action.
+	a, _ := actionKey(ActionCall{Name: "search", Params: json.RawMessage(`{"query":"Cheap  Flights paris"}`)})
+	b, _ := actionKey(ActionCall{Name: "search", Params: json.RawMessage(`{"query":"paris cheap flights"}`)})
+	if a != b {
+		t.Fatal(a, b)
+	}
+	st := newLoopDetector(20, DefaultLoopNudges)
+	for range 5 {
+		st.recordPage("u", "fp", "text")
+	}
+	if !strings.Contains(st.nudge(), "has not changed for 5 steps") {
+		t.Fatal("stagnation")
+	}
+}
+
+func TestHistoryCompaction(t *testing.T) {
+	a := &Agent{set: Settings{MaxHistoryItems: 6}}
+	var items []HistoryItem
+	for i := range 10 {
+		items = append(items, HistoryItem{Step: i, Actions: []ActionRecord{{Name: "wait", Result: ActionResult{Text: fmt.Sprintf("waited %d", i)}}}})
+	}
+	txt := a.historyText(items)
+	if !strings.Contains(txt, "<step_0>") || !strings.Contains(txt, "[... 4 previous steps omitted ...]") || strings.Contains(txt, "<step_4>") || !strings.Contains(txt, "<step_5>") || !strings.Contains(txt, "<step_9>") {
+		t.Fatal(txt)
+	}
+}
+
+func TestSettingsErrors(t *testing.T) {
+	for _, s := range []Settings{
+		{Vision: "sometimes"},
+		{MaxHistoryItems: 3},
+		{SearchEngine: "altavista"},
+		{OutputSchema: json.RawMessage(`[1]`)},
+		{OutputSchema: json.RawMessage(`{"type":"string"}`)},
+		{SensitiveData: map[string]string{"k": ""}},
+	} {
+		if _, err := s.withDefaults(); !errors.Is(err, ErrSettings) {
+			t.Errorf("%+v accepted: %v", s, err)
+		}
+	}
+	d, err := Settings{}.withDefaults()
+	if err != nil || d.MaxActionsPerStep != 5 || d.MaxFailures != 5 || d.StepTimeout != DefaultStepTimeout || d.MaxSteps != 500 || d.LoopWindow != 20 || d.Vision != VisionOn {
+		t.Fatalf("defaults %+v %v", d, err)
+	}
+	if _, err := New("", llmNop{}, nil, Settings{}); err == nil {
+		t.Fatal("nil session accepted")
+	}
+}
+
+func TestHistoryLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := LoadHistory(filepath.Join(dir, "missing.json")); err == nil {
+		t.Fatal("missing file")
+	}
+	p := filepath.Join(dir, "bad.json")
+	os.WriteFile(p, []byte(`{"history":[{"step":1,"bogus":true}]}`), 0o644)
+	if _, err := LoadHistory(p); err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Fatalf("unknown field: %v", err)
+	}
+}
+
+type llmNop struct{}
+
+func (llmNop) Name() string { return "nop" }
+func (llmNop) Generate(ctxT, llm.Request) (*llm.Response, error) {
+	return nil, errors.New("nop")
+}
+
+type ctxT = context.Context
+
+type replyModel struct {
+	reply string
+	got   []llm.Request
+}
+
+func (m *replyModel) Name() string { return "reply" }
+func (m *replyModel) Generate(_ ctxT, req llm.Request) (*llm.Response, error) {
+	m.got = append(m.got, req)
+	return &llm.Response{Content: m.reply}, nil
+}
+
+func TestModelJudge(t *testing.T) {
+	m := &replyModel{reply: `{"reasoning":"the page shows no confirmation","verdict":false,"failure_reason":"not submitted","impossible_task":false}`}
+	h := &History{Items: []HistoryItem{{Step: 1, Actions: []ActionRecord{{Name: "click", Result: ActionResult{Text: "Clicked element 3: no_change."}}}}}}
+	j, err := ModelJudge{Model: m}.Judge(context.Background(), JudgeInput{Task: "buy milk", FinalText: "bought", Success: true, History: h, Screenshots: [][]byte{{1}, {2}}})
+	if err != nil || j.Verdict || j.FailureReason != "not submitted" {
+		t.Fatal(j, err)
+	}
+	txt := m.got[0].Messages[1].TextContent()
+	if !strings.Contains(txt, "<task>\nbuy milk") || !strings.Contains(txt, "Clicked element 3: no_change.") || !strings.Contains(txt, "success claimed: true") {
+		t.Fatal(txt)
+	}
+	if len(m.got[0].Messages[1].Parts) != 3 || m.got[0].Schema == nil {
+		t.Fatal("screenshots or schema missing")
+	}
+	bad := &replyModel{reply: "yes it worked"}
+	if _, err := (ModelJudge{Model: bad}).Judge(context.Background(), JudgeInput{}); !errors.Is(err, llm.ErrMalformedOutput) {
+		t.Fatalf("malformed judge reply: %v", err)
+	}
+}
+
+func TestOutputSchemaOrderAndNulls(t *testing.T) {
+	sch := outputSchema(offeredDefault(), 5)
+	js := string(sch.JSON)
+	if !(strings.Index(js, `"thinking"`) < strings.Index(js, `"memory"`) && strings.Index(js, `"next_goal"`) < strings.Index(js, `"action"`)) {
+		t.Fatalf("property order: %s", js[:200])
+	}
+	if _, err := sch.Object(); err != nil {
+		t.Fatal(err)
+	}
+	// A strict-mode provider sends null for optional parameters.
+	out, err := ParseOutput(`{"thinking":null,"action":[{"input":{"index":3,"text":"x","clear":null}},{"scroll":{"down":null,"pages":null,"index":null}}]}`, offeredDefault(), 5)
+	if err != nil || len(out.Action) != 2 {
+		t.Fatal(out, err)
+	}
+	if _, err := ParseOutput(`{"action":[{"input":{"index":null,"text":"x"}}]}`, offeredDefault(), 5); err == nil {
+		t.Fatal("null for a required parameter accepted")
+	}
+}

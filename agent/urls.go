@@ -1,0 +1,119 @@
+package agent
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// MatchDomain is the default Settings.DomainMatcher. Patterns:
+// "example.com" (that host and www.example.com), "*.example.com" (any
+// subdomain and the apex), "https://example.com" (that scheme only),
+// "example.com:8080" (that port only), "*" (any URL with a host). Hosts
+// compare case-insensitively; a URL without a host matches nothing.
+func MatchDomain(pattern, rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Hostname() == "" {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	p := strings.ToLower(strings.TrimSpace(pattern))
+	if p == "*" {
+		return true
+	}
+	if i := strings.Index(p, "://"); i >= 0 {
+		if p[:i] != strings.ToLower(u.Scheme) {
+			return false
+		}
+		p = p[i+3:]
+	}
+	p = strings.TrimSuffix(p, "/")
+	if h, port, err := net.SplitHostPort(p); err == nil {
+		if port != u.Port() {
+			return false
+		}
+		p = h
+	}
+	if rest, ok := strings.CutPrefix(p, "*."); ok {
+		return host == rest || strings.HasSuffix(host, "."+rest)
+	}
+	return host == p || host == "www."+p
+}
+
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "this page"
+	}
+	return u.Host
+}
+
+// searchURL builds the results page URL of a search engine.
+func searchURL(engine, query string) (string, error) {
+	q := url.QueryEscape(query)
+	switch strings.ToLower(engine) {
+	case "duckduckgo", "":
+		return "https://duckduckgo.com/?q=" + q, nil
+	case "google":
+		return "https://www.google.com/search?q=" + q + "&udm=14", nil
+	case "bing":
+		return "https://www.bing.com/search?q=" + q, nil
+	}
+	return "", fmt.Errorf("unknown search engine %q (want duckduckgo, google or bing)", engine)
+}
+
+var (
+	emailRE      = regexp.MustCompile(`[\w.+-]+@[\w-]+(\.[\w-]+)+`)
+	schemeURLRE  = regexp.MustCompile(`https?://[^\s"'<>()\[\]{}]+`)
+	bareDomainRE = regexp.MustCompile(`(?i)\b(?:www\.)?[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.(?:com|org|net|io|dev|edu|gov|co|ai|app|uk|de|fr|info|me)(?::\d+)?(?:/[^\s"'<>()\[\]{}]*)?`)
+	negationRE   = regexp.MustCompile(`(?i)\b(never|not|don't|dont|avoid|without|except|instead of)\b`)
+	fileExtRE    = regexp.MustCompile(`(?i)\.(pdf|docx?|xlsx?|pptx?|csv|txt|md|json|jsonl|zip|png|jpe?g|gif|mp[34]|py|go|js)$`)
+	htmlExtRE    = regexp.MustCompile(`(?i)\.html?$`)
+)
+
+// startURL returns the one URL a task asks to open, or "" when it names
+// none, several, only file-like names, or the URL is negated ("never go to
+// x.com") in the 20 characters before it. Bare domains get https://.
+func startURL(task string) string {
+	text := emailRE.ReplaceAllString(task, " ")
+	type cand struct {
+		u      string
+		pos    int
+		scheme bool
+	}
+	var cands []cand
+	for _, m := range schemeURLRE.FindAllStringIndex(text, -1) {
+		cands = append(cands, cand{text[m[0]:m[1]], m[0], true})
+	}
+	masked := schemeURLRE.ReplaceAllStringFunc(text, func(s string) string { return strings.Repeat(" ", len(s)) })
+	for _, m := range bareDomainRE.FindAllStringIndex(masked, -1) {
+		cands = append(cands, cand{"https://" + masked[m[0]:m[1]], m[0], false})
+	}
+	seen := map[string]bool{}
+	var keep []string
+	for _, c := range cands {
+		u := strings.TrimRight(c.u, ".,;:!?")
+		pu, err := url.Parse(u)
+		if err != nil || pu.Host == "" || fileExtRE.MatchString(pu.Path) {
+			continue
+		}
+		// "report.html" in prose is a file name; with a scheme it is a page.
+		if htmlExtRE.MatchString(pu.Path) && !c.scheme {
+			continue
+		}
+		before := text[max(0, c.pos-20):c.pos]
+		if negationRE.MatchString(before) {
+			continue
+		}
+		if !seen[u] {
+			seen[u] = true
+			keep = append(keep, u)
+		}
+	}
+	if len(keep) != 1 {
+		return ""
+	}
+	return keep[0]
+}
