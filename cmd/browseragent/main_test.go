@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/browseragent/browseragent/internal/testbrowser"
+	"github.com/browseragent/browseragent/trace"
+)
+
+// The test binary doubles as the command: with BROWSERAGENT_CLI=1 it runs
+// main's logic on its arguments, so the tests below exercise the real
+// process (flags, exit codes, stdout/stderr) without a separate build.
+func TestMain(m *testing.M) {
+	if os.Getenv("BROWSERAGENT_CLI") == "1" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	testbrowser.Main(m)
+}
+
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// cli runs the command in a child process with extra environment.
+func cli(t *testing.T, env []string, args ...string) cliResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), "BROWSERAGENT_CLI=1"), env...)
+	cmd.Dir = t.TempDir()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running the command: %v", err)
+	}
+	return cliResult{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+func TestDemoEndToEnd(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "demo")
+	r := cli(t, nil, "demo", "--out", out)
+	if r.code != 0 {
+		t.Fatalf("demo exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"done: Applied for Senior Go Engineer", "the site received: Ada Lovelace <ada@example.com>, 5-10 years, CV cv-ada-lovelace.txt", "report:"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	rep, err := trace.VerifyFile(filepath.Join(out, "trace.jsonl"))
+	if err != nil || !rep.Closed {
+		t.Fatalf("demo trace: %+v %v", rep, err)
+	}
+	if !strings.Contains(r.stdout, rep.Head) {
+		t.Errorf("stdout does not print the trace head %s", rep.Head)
+	}
+	html, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil || !bytes.Contains(html, []byte("trace intact")) || !bytes.Contains(html, []byte("data:image/png;base64,")) {
+		t.Fatalf("report missing, unverified or without screenshots (err %v)", err)
+	}
+
+	// verify agrees, and catches an edited copy.
+	if v := cli(t, nil, "verify", filepath.Join(out, "trace.jsonl")); v.code != 0 || !strings.HasPrefix(v.stdout, "ok:") {
+		t.Fatalf("verify: %d %s %s", v.code, v.stdout, v.stderr)
+	}
+	raw, _ := os.ReadFile(filepath.Join(out, "trace.jsonl"))
+	forged := filepath.Join(out, "forged.jsonl")
+	os.WriteFile(forged, bytes.Replace(raw, []byte("Ada Lovelace"), []byte("Eve Mallory!"), 1), 0o644)
+	if v := cli(t, nil, "verify", forged); v.code != 1 || !strings.Contains(v.stderr, "edited") {
+		t.Fatalf("verify of a forged trace: exit %d, stderr %s", v.code, v.stderr)
+	}
+
+	// report regenerates the HTML from the trace.
+	again := filepath.Join(out, "again.html")
+	if rr := cli(t, nil, "report", "-o", again, filepath.Join(out, "trace.jsonl")); rr.code != 0 || strings.TrimSpace(rr.stdout) != again {
+		t.Fatalf("report: %d %q %s", rr.code, rr.stdout, rr.stderr)
+	}
+}
+
+func TestDemoJSON(t *testing.T) {
+	r := cli(t, nil, "demo", "--json", "--out", filepath.Join(t.TempDir(), "d"))
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var got struct {
+		Result struct {
+			Done, Success bool
+			FinalText     string
+		} `json:"result"`
+		Trace string `json:"trace"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("stdout is not the JSON result: %v\n%s", err, r.stdout)
+	}
+	if !got.Result.Done || !got.Result.Success || got.Trace == "" {
+		t.Fatalf("result %+v", got)
+	}
+	if strings.Contains(r.stdout, "step 1") {
+		t.Fatal("progress lines leaked into JSON output")
+	}
+}
+
+func TestStateOnFixturePage(t *testing.T) {
+	env := testbrowser.Start(t)
+	r := cli(t, nil, "state", "--cdp-url", env.Browser.WebSocketURL(), env.URL("/form.html"))
+	if r.code != 0 {
+		t.Fatalf("state exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"<browser_state>", "[Start of page]", "<input", "type=email", "<select", "[End of page]"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("state output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "hunter2") {
+		t.Fatal("a password value reached the state output")
+	}
+	js := cli(t, nil, "state", "--json", "--cdp-url", env.Browser.WebSocketURL(), env.URL("/form.html"))
+	var st struct {
+		URL      string
+		Elements map[string]any
+	}
+	if js.code != 0 || json.Unmarshal([]byte(js.stdout), &st) != nil || len(st.Elements) == 0 {
+		t.Fatalf("state --json: %d %s", js.code, js.stderr)
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		want string
+	}{
+		{"no command", nil, nil, 2, "usage: browseragent"},
+		{"unknown command", nil, []string{"fly"}, 2, `unknown command "fly"`},
+		{"bad flag", nil, []string{"demo", "--no-such-flag"}, 2, "flag provided but not defined"},
+		{"verify without file", nil, []string{"verify"}, 2, "want exactly one trace file"},
+		{"verify missing file", nil, []string{"verify", "nope.jsonl"}, 1, "no such file"},
+		{"missing browser", []string{"BROWSERAGENT_CHROME=/nonexistent/chromium"}, []string{"state", "http://127.0.0.1:1/"}, 1, "BROWSERAGENT_CHROME"},
+		{"unreachable cdp url", nil, []string{"state", "--cdp-url", "http://127.0.0.1:1", "about:blank"}, 1, "cannot connect to the browser at http://127.0.0.1:1"},
+		{"no model", []string{"BROWSERAGENT_MODEL="}, []string{"run", "do it"}, 2, "no model"},
+		{"missing key", []string{"OPENAI_API_KEY=", "BROWSERAGENT_MODEL="}, []string{"run", "--model", "openai:gpt-4.1", "do it"}, 1, "OPENAI_API_KEY"},
+		{"unknown provider", nil, []string{"run", "--model", "acme:1", "do it"}, 1, "acme"},
+		{"bad vision", nil, []string{"run", "--model", "ollama:x", "--vision", "sometimes", "do it"}, 2, "--vision"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := cli(t, c.env, c.args...)
+			if r.code != c.code || !strings.Contains(r.stderr, c.want) {
+				t.Fatalf("exit %d (want %d), stderr:\n%s\nwant it to contain %q", r.code, c.code, r.stderr, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/browseragent/browseragent/agent"
+	"github.com/browseragent/browseragent/agent/llm/providers"
+)
+
+// secretFlags collects --secret-env name=ENVVAR pairs.
+type secretFlags map[string]string
+
+func (s secretFlags) String() string { return "" }
+
+func (s secretFlags) Set(v string) error {
+	name, env, ok := strings.Cut(v, "=")
+	if !ok || name == "" || env == "" {
+		return fmt.Errorf("want name=ENVVAR, got %q", v)
+	}
+	val, ok := os.LookupEnv(env)
+	if !ok {
+		return fmt.Errorf("environment variable %s (for secret %s) is not set", env, name)
+	}
+	s[name] = val
+	return nil
+}
+
+func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var bf browserFlags
+	bf.register(fs)
+	model := fs.String("model", os.Getenv("BROWSERAGENT_MODEL"), "model as provider:name, e.g. openai:gpt-4.1, anthropic:claude-sonnet-4-5, gemini:gemini-2.5-flash, ollama:llama3.1 (default $BROWSERAGENT_MODEL)")
+	baseURL := fs.String("base-url", "", "the provider's API base URL (OpenAI-compatible servers, proxies)")
+	maxSteps := fs.Int("max-steps", 100, "stop after this many steps")
+	vision := fs.String("vision", "on", "send screenshots to the model: on, auto (when it asks) or off")
+	outDir := fs.String("out", "", "folder for the trace, history, screenshots and report (default ./out/run-TIMESTAMP)")
+	tracePath := fs.String("trace", "", "trace file (default OUT/trace.jsonl; its folder receives the screenshots)")
+	reportPath := fs.String("report", "", "HTML report file (default OUT/report.html)")
+	asJSON := fs.Bool("json", false, "print the run result as JSON")
+	secrets := secretFlags{}
+	fs.Var(secrets, "secret-env", "a secret the model may use as <secret>name</secret>, read from an environment variable: name=ENVVAR (repeatable); it never appears in prompts, history or trace")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, `usage: browseragent run [flags] "task"`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want the task as one argument")
+	}
+	if *model == "" {
+		return usagef("no model: pass --model provider:name or set BROWSERAGENT_MODEL (providers: %s)", strings.Join(providers.Known(), ", "))
+	}
+	v := agent.Vision(*vision)
+	if v != agent.VisionOn && v != agent.VisionAuto && v != agent.VisionOff {
+		return usagef("--vision must be on, auto or off")
+	}
+	dir := *outDir
+	if dir == "" && *tracePath != "" {
+		dir = filepath.Dir(*tracePath)
+	}
+	if dir == "" {
+		dir = filepath.Join("out", "run-"+time.Now().UTC().Format("20060102-150405"))
+	}
+	if *tracePath != "" {
+		if rel, err := filepath.Rel(dir, filepath.Dir(*tracePath)); err != nil || rel != "." {
+			return usagef("--trace must be in the --out folder (screenshots are stored next to it)")
+		}
+	}
+	m, err := providers.New(*model, providers.Options{BaseURL: *baseURL})
+	if err != nil {
+		return err
+	}
+	terminal := isTerminal(stdout)
+	out, err := runAgent(ctx, runConfig{
+		task: fs.Arg(0), model: m, browser: bf, outDir: dir, tracePath: *tracePath, reportPath: *reportPath,
+		settings: agent.Settings{MaxSteps: *maxSteps, Vision: v},
+		quiet:    *asJSON || !terminal, secrets: secrets,
+	}, stderr)
+	if out != nil {
+		if *asJSON {
+			printJSON(stdout, out)
+		} else {
+			printResult(stdout, out)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if out.Result == nil || !out.Result.Success {
+		return errNotSuccessful
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a character device (a terminal), so that
+// live progress is shown to people and kept out of pipes.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func printJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/browseragent/browseragent/cdp"
+	"github.com/browseragent/browseragent/session"
+	"github.com/browseragent/browseragent/watchdogs"
+)
+
+// browserFlags are the flags every command that drives a browser takes.
+type browserFlags struct {
+	headful    bool
+	cdpURL     string
+	chrome     string
+	allowed    string
+	prohibited string
+	timeout    time.Duration
+}
+
+func (f *browserFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.headful, "headful", false, "show the browser window")
+	fs.StringVar(&f.cdpURL, "cdp-url", "", "connect to a running browser (ws://... or http://host:port) instead of launching one")
+	fs.StringVar(&f.chrome, "chrome", "", "browser executable (default: $BROWSERAGENT_CHROME, then chromium on PATH)")
+	fs.StringVar(&f.allowed, "allowed-domains", "", "comma-separated domain patterns pages may load from (default: any)")
+	fs.StringVar(&f.prohibited, "prohibited-domains", "", "comma-separated domain patterns pages may never load from")
+	fs.DurationVar(&f.timeout, "start-timeout", time.Minute, "how long starting the browser may take")
+}
+
+func (f *browserFlags) profile() session.Profile {
+	return session.Profile{
+		Headful:           f.headful,
+		CDPURL:            f.cdpURL,
+		ExecutablePath:    f.chrome,
+		AllowedDomains:    splitList(f.allowed),
+		ProhibitedDomains: splitList(f.prohibited),
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// startSession starts a session with the default watchdogs and explains the
+// usual failures (no browser, unreachable endpoint) in words.
+func startSession(ctx context.Context, f *browserFlags, opts ...session.Option) (*session.Session, error) {
+	s := watchdogs.NewSession(f.profile(), opts...)
+	sctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	if err := s.Start(sctx); err != nil {
+		switch {
+		case errors.Is(err, cdp.ErrBrowserNotFound):
+			return nil, fmt.Errorf("no browser found: install Chromium (apt-get install chromium, or make test which does it) or pass --chrome / set BROWSERAGENT_CHROME")
+		case f.cdpURL != "":
+			return nil, fmt.Errorf("cannot connect to the browser at %s: %w", f.cdpURL, err)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// stopSession stops s with a bounded context, even when ctx was cancelled.
+func stopSession(s *session.Session) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return s.Stop(ctx)
+}
