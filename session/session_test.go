@@ -265,6 +265,14 @@ func TestTabsOpenedByThePageSwitchAndClose(t *testing.T) {
 	if s.FocusedTab() != first {
 		t.Fatal("a tab the page opened stole the focus")
 	}
+	if err := s.RefreshTabs(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tab := range s.Tabs() {
+		if tab.TargetID == first && tab.Title != "Links fixture" {
+			t.Fatalf("tab title %q after RefreshTabs, want the page's title", tab.Title)
+		}
+	}
 
 	// The model names tabs by their last four characters.
 	sw, err := bus.Call(ctxT(t), s.Bus(), events.SwitchTab, events.SwitchTabEvent{TargetID: popup[len(popup)-4:]})

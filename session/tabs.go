@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	cdpproto "github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/target"
 
 	"github.com/browseragent/browseragent/cdp"
@@ -140,4 +141,25 @@ func (s *Session) belongsLocked(f *AttachedTarget, root string) bool {
 	return false
 }
 
-var _ = context.Background
+
+// RefreshTabs asks the browser for every tab's current URL and title.
+// Chromium does not report every title change as an event, so observers
+// that show tabs (the DOM watchdog) refresh before reading Tabs.
+func (s *Session) RefreshTabs(ctx context.Context) error {
+	conn := s.Conn()
+	if conn == nil {
+		return ErrNotStarted
+	}
+	res, err := cdpproto.Call(ctx, conn.Browser(), target.GetTargets, target.GetTargetsParams{})
+	if err != nil {
+		return fmt.Errorf("session: listing tabs: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ti := range res.TargetInfos {
+		if t := s.tabs[ti.TargetID]; t != nil {
+			t.url, t.title = ti.URL, ti.Title
+		}
+	}
+	return nil
+}

@@ -153,6 +153,9 @@ func (w *DOMWatchdog) observe(ctx context.Context, s *session.Session, ev events
 		}
 		return events.BrowserState{}, fmt.Errorf("dom: browser state: %w", err)
 	}
+	if err := s.RefreshTabs(ctx); err != nil {
+		w.cfg.Logger.Debug("dom: refreshing tabs", zap.Error(err))
+	}
 	st = events.BrowserState{FocusedTarget: tab, Tabs: s.Tabs()}
 	for _, t := range st.Tabs {
 		if t.TargetID == tab {

@@ -390,15 +390,8 @@ func (w *Security) secHook(ctx context.Context, at session.AttachedTarget) error
 func (w *Security) secIntercept(stop <-chan struct{}, t *secTarget, sub *cdp.Subscription) {
 	defer w.wg.Done()
 	defer func() { sub.Cancel() }()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := secStopContext(stop)
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	for {
 		select {
 		case <-stop:
@@ -513,15 +506,8 @@ func (w *Security) secOnConnected(_ context.Context, _ events.BrowserConnectedEv
 func (w *Security) secWatchCommits(stop <-chan struct{}, conn *cdp.Conn, sub *cdp.Subscription) {
 	defer w.wg.Done()
 	defer func() { sub.Cancel() }()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := secStopContext(stop)
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	for {
 		select {
 		case <-stop:
@@ -600,4 +586,18 @@ func (w *Security) secOnTabClosed(_ context.Context, ev events.TabClosedEvent) (
 	delete(w.closing, ev.TargetID)
 	delete(w.shown, ev.TargetID)
 	return events.None{}, nil
+}
+
+// secStopContext returns a context cancelled when stop closes or cancel is
+// called, whichever comes first; its helper goroutine ends with it.
+func secStopContext(stop <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
