@@ -29,16 +29,20 @@ type domwProbe struct {
 	Pending     []string `json:"pending"`
 }
 
-// domwProbeJS reads page metadata and the resources that have started but
-// not finished (performance entries without responseEnd), at most 20.
+// domwProbeJS reads page metadata and the resources still loading, at
+// most 20: resource timing entries without responseEnd (upstream's probe;
+// Chrome adds most entries only once a response finished, so it rarely
+// fires) and images that have a source but are not complete.
 const domwProbeJS = `(() => {
   const pending = [];
+  const add = (u) => { if (u && !u.startsWith('data:') && pending.length < 20 && !pending.includes(u)) pending.push(u); };
   try {
     for (const e of performance.getEntriesByType('resource')) {
-      if (e.responseEnd === 0 && !e.name.startsWith('data:')) {
-        pending.push(e.name);
-        if (pending.length >= 20) break;
-      }
+      if (e.responseEnd === 0) add(e.name);
+    }
+    for (const img of document.images) {
+      if (!img.complete && img.currentSrc) add(img.currentSrc);
+      else if (!img.complete && img.src) add(img.src);
     }
   } catch (e) {}
   return { url: location.href, title: document.title, readyState: document.readyState,

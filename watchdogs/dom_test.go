@@ -444,3 +444,28 @@ func (d *domwFakeDialogs) TakeHandled() []events.DialogInfo {
 	d.items = nil
 	return out
 }
+
+func TestDOMWPendingRequests(t *testing.T) {
+	env, s, _ := domwStart(t, DOMConfig{})
+	ctx := domwCtx(t)
+	domwNavigate(t, ctx, s, env.URL("/dom-pending.html"))
+	// The image starts after the load event; observe until it shows (the
+	// server holds it for 20 s).
+	var st events.BrowserState
+	found := false
+	for deadline := time.Now().Add(15 * time.Second); !found && time.Now().Before(deadline); {
+		st = domwState(t, ctx, s)
+		for _, u := range st.PendingRequests {
+			found = found || strings.Contains(u, "/slow?ms=20000")
+		}
+		if !found {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !found {
+		t.Fatalf("pending requests %v: the slow image is still loading", st.PendingRequests)
+	}
+	if len(st.PendingRequests) > 20 {
+		t.Fatalf("unbounded: %d", len(st.PendingRequests))
+	}
+}
