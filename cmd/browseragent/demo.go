@@ -70,6 +70,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	bf.register(fs)
 	outDir := fs.String("out", filepath.Join("out", "demo"), "folder for the trace, history, screenshots and report")
 	asJSON := fs.Bool("json", false, "print the run result as JSON")
+	otel := fs.Bool("otel", false, "export OpenTelemetry spans (run, steps, model calls, actions) over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: browseragent demo [flags]")
 		fmt.Fprintln(stderr, "Runs the whole agent loop offline: a bundled careers site, a scripted model, a trace and an HTML report.")
@@ -110,7 +111,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		browser:  bf,
 		outDir:   *outDir,
 		settings: agent.Settings{MaxSteps: 15, AvailableFilePaths: []string{cv}},
-		quiet:    *asJSON,
+		quiet:    *asJSON, otel: *otel,
 	}, stderr)
 	if out != nil {
 		if *asJSON {

@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,5 +171,35 @@ func TestCLIErrors(t *testing.T) {
 				t.Fatalf("exit %d (want %d), stderr:\n%s\nwant it to contain %q", r.code, c.code, r.stderr, c.want)
 			}
 		})
+	}
+}
+
+// TestDemoExportsOpenTelemetry runs the demo with --otel against a local
+// OTLP/HTTP receiver and checks that the spans arrived there.
+func TestDemoExportsOpenTelemetry(t *testing.T) {
+	var mu sync.Mutex
+	var posts, bytesIn int
+	var ctype string
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/traces" {
+			posts++
+			bytesIn += len(body)
+			ctype = r.Header.Get("Content-Type")
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer recv.Close()
+	r := cli(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL}, "demo", "--otel", "--out", filepath.Join(t.TempDir(), "d"))
+	if r.code != 0 {
+		t.Fatalf("demo --otel exit %d: %s", r.code, r.stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if posts == 0 || bytesIn < 200 || ctype != "application/x-protobuf" {
+		t.Fatalf("receiver got %d posts, %d bytes, content type %q", posts, bytesIn, ctype)
 	}
 }

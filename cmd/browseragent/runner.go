@@ -17,6 +17,7 @@ import (
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/report"
 	"github.com/browseragent/browseragent/session"
+	"github.com/browseragent/browseragent/telemetry"
 	"github.com/browseragent/browseragent/trace"
 )
 
@@ -29,9 +30,9 @@ type runConfig struct {
 	outDir   string // trace, report, history, screenshots
 	// tracePath and reportPath override the files in outDir.
 	tracePath, reportPath string
-	jsonOut               bool // print the result as JSON instead of progress
 	quiet                 bool // no progress lines
 	secrets               map[string]string
+	otel                  bool // export OpenTelemetry spans over OTLP/HTTP
 }
 
 // runOutcome is what a run leaves behind.
@@ -98,7 +99,28 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 			printStep(progress, it)
 		}
 	}
-	model := &tracedModel{inner: cfg.model, w: tw, step: func() int { return step }}
+	var model llm.Model = &tracedModel{inner: cfg.model, w: tw, step: func() int { return step }}
+	var spans *telemetry.Run
+	if cfg.otel {
+		tp, shutdown, err := newOTLP(ctx)
+		if err != nil {
+			stopSession(s)
+			closeTrace()
+			return nil, err
+		}
+		defer func() {
+			if err := shutdown(); err != nil {
+				fmt.Fprintf(os.Stderr, "otel: %v\n", err)
+			}
+		}()
+		ctx, spans = telemetry.Start(ctx, tp, cfg.task, cfg.model.Name())
+		model = spans.Model(model)
+		onEnd := set.OnStepEnd
+		set.OnStepEnd = func(ctx context.Context, it agent.HistoryItem) {
+			onEnd(ctx, it)
+			spans.OnStepEnd(ctx, it)
+		}
+	}
 	a, err := agent.New(cfg.task, model, s, set)
 	if err != nil {
 		stopSession(s)
@@ -107,6 +129,9 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 	}
 	res, runErr := a.Run(ctx)
 	out.Result = res
+	if spans != nil {
+		spans.End(res, runErr)
+	}
 	if res != nil {
 		_ = tw.Write(trace.TypeRun, traceRun(cfg.task, res))
 	}

@@ -1,0 +1,83 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/goleak"
+
+	"github.com/browseragent/browseragent/agent"
+	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/agent/llm/scripted"
+	"github.com/browseragent/browseragent/events"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestRunSpans(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+
+	ctx, run := Start(context.Background(), tp, "apply for the job", "scripted")
+	m := run.Model(scripted.New([]scripted.Step{{Actions: []scripted.Action{{Name: "done", Params: map[string]any{"text": "ok", "success": true}}}}}))
+	if _, err := m.Generate(ctx, llm.Request{Messages: []llm.Message{llm.UserMessage(llm.Text("hi"))}}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-2 * time.Second)
+	run.OnStepEnd(ctx, agent.HistoryItem{
+		Step: 1, StartedAt: t0, EndedAt: t0.Add(time.Second),
+		Actions: []agent.ActionRecord{
+			{Name: "click", Params: json.RawMessage(`{"index":3}`), Verdict: events.VerdictNavigated, Risk: agent.RiskSubmit, Duration: 200 * time.Millisecond},
+			{Name: "input", Params: json.RawMessage(`{"index":4,"text":"<secret>pw</secret>"}`), Error: "element gone", Verdict: events.VerdictFailed, Duration: 100 * time.Millisecond},
+		},
+	})
+	run.End(&agent.Result{Done: true, Success: true, Steps: 1}, nil)
+
+	spans := exp.GetSpans()
+	byName := map[string]tracetest.SpanStub{}
+	for _, s := range spans {
+		byName[s.Name] = s
+	}
+	root, ok := byName["invoke_agent browseragent"]
+	if !ok || len(spans) != 5 {
+		t.Fatalf("spans: %d %v", len(spans), names(spans))
+	}
+	for _, n := range []string{"chat scripted", "step"} {
+		if byName[n].Parent.SpanID() != root.SpanContext.SpanID() {
+			t.Errorf("%s is not a child of the run span", n)
+		}
+	}
+	click, input := byName["execute_tool click"], byName["execute_tool input"]
+	if click.Parent.SpanID() != byName["step"].SpanContext.SpanID() {
+		t.Error("action span is not a child of its step")
+	}
+	if !click.EndTime.Equal(input.StartTime) || !input.EndTime.Equal(t0.Add(time.Second)) {
+		t.Errorf("action timing: click %v-%v, input %v-%v", click.StartTime, click.EndTime, input.StartTime, input.EndTime)
+	}
+	if input.Status.Code != codes.Error {
+		t.Error("failed action not marked as error")
+	}
+	var verdict string
+	for _, a := range click.Attributes {
+		if a.Key == "browseragent.verdict" {
+			verdict = a.Value.AsString()
+		}
+	}
+	if verdict != "navigated" {
+		t.Errorf("verdict attribute %q", verdict)
+	}
+}
+
+func names(ss tracetest.SpanStubs) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name)
+	}
+	return out
+}
