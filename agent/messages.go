@@ -4,6 +4,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -203,6 +204,9 @@ func (a *Agent) browserStateText(b *strings.Builder, st *events.BrowserState) {
 	writeBrowserState(b, st, a.set.MaxElementsChars)
 }
 
+// loadingHint is shown when the page seems not to have finished loading.
+const loadingHint = "The page may still be loading; consider waiting."
+
 // BrowserStateText is the body of the <browser_state> section the model
 // reads for an observation, with the element list capped at maxChars
 // (<= 0: DefaultMaxElementsChars). `browseragent state` prints it so that
@@ -241,8 +245,16 @@ func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int
 	if st.IsPDFViewer {
 		b.WriteString("This tab shows a PDF viewer: its content is not in the element list.\n")
 	}
-	if len(st.PendingRequests) > 0 && len(st.Elements) < 10 {
-		b.WriteString("The page may still be loading; consider waiting.\n")
+	if n := st.Stats; n.Nodes > 0 {
+		fmt.Fprintf(b, "<page_stats>%d links, %d inputs, %d iframes, %d scroll containers, %d interactive elements, %d nodes</page_stats>\n",
+			n.Links, n.Inputs, n.Iframes, n.ScrollContainers, n.Interactive, n.Nodes)
+	}
+	hints := st.Hints
+	if len(st.PendingRequests) > 0 && len(st.Elements) < 10 && !slices.Contains(hints, loadingHint) {
+		hints = append(hints, loadingHint)
+	}
+	for _, h := range hints {
+		b.WriteString(h + "\n")
 	}
 	if st.Error != "" {
 		fmt.Fprintf(b, "<browser_state_error>\n%s\nNo element index is valid this step. Wait, scroll, or navigate, then try again.\n</browser_state_error>\n", st.Error)

@@ -65,10 +65,13 @@ type PageInfo struct {
 
 // DOMStats are counts and timings of the DOM build.
 type DOMStats struct {
-	Nodes       int
-	Interactive int
-	Iframes     int
-	BuildTime   time.Duration
+	Nodes            int
+	Interactive      int
+	Iframes          int
+	Links            int
+	Inputs           int
+	ScrollContainers int
+	BuildTime        time.Duration
 }
 
 // DialogInfo is a JavaScript dialog the runtime handled.
@@ -94,6 +97,7 @@ type BrowserState struct {
 	PendingRequests []string // URLs still loading
 	IsPDFViewer     bool
 	ClosedDialogs   []DialogInfo // dialogs handled since the last observation
+	Hints           []string     // "the page appears empty", "may still be loading"
 	Error           string       // DOM build failure, shown to the model as such
 	Fingerprint     string       // page fingerprint for the mutation fence
 }

@@ -224,11 +224,22 @@ func (w *DOMWatchdog) observe(ctx context.Context, s *session.Session, ev events
 	}
 	st.DOMText = obs.res.Text
 	st.Elements = domwElements(obs.tree, obs.res.Map)
+	ps := obs.res.Stats
 	st.Stats = events.DOMStats{
-		Nodes:       obs.tree.NodeCount(),
-		Interactive: obs.res.Map.Len(),
-		Iframes:     obs.res.Stats.Iframes,
-		BuildTime:   time.Since(start),
+		Nodes:            obs.tree.NodeCount(),
+		Interactive:      obs.res.Map.Len(),
+		Iframes:          ps.Iframes,
+		Links:            ps.Links,
+		Inputs:           ps.Inputs,
+		ScrollContainers: ps.ScrollContainers,
+		BuildTime:        time.Since(start),
+	}
+	// Pages above/below are in Page; keep the hints that say something else.
+	if ps.AppearsEmpty {
+		st.Hints = append(st.Hints, "The page appears empty.")
+	}
+	if ps.MayBeLoading {
+		st.Hints = append(st.Hints, "The page may still be loading; consider waiting.")
 	}
 	s.SetSelectorMap(&session.SelectorMap{TargetID: tab, Fingerprint: st.Fingerprint, Elements: st.Elements})
 	w.mu.Lock()

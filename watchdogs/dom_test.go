@@ -3,6 +3,7 @@ package watchdogs
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -467,5 +468,25 @@ func TestDOMWPendingRequests(t *testing.T) {
 	}
 	if len(st.PendingRequests) > 20 {
 		t.Fatalf("unbounded: %d", len(st.PendingRequests))
+	}
+}
+
+// The observation carries the page's counts and the hints the model needs
+// (an empty page says so instead of showing nothing).
+func TestDOMWStatsAndHints(t *testing.T) {
+	env, s, _ := domwStart(t, DOMConfig{})
+	ctx := domwCtx(t)
+	domwNavigate(t, ctx, s, env.URL("/links.html"))
+	st := domwState(t, ctx, s)
+	if st.Stats.Links < 5 || st.Stats.Interactive < 5 || st.Stats.Nodes == 0 {
+		t.Fatalf("stats on links.html: %+v", st.Stats)
+	}
+	if slices.Contains(st.Hints, "The page appears empty.") {
+		t.Fatalf("links.html hinted as empty: %v", st.Hints)
+	}
+	domwEval(t, ctx, s, `document.body.replaceChildren()`, nil)
+	st = domwState(t, ctx, s)
+	if !slices.Contains(st.Hints, "The page appears empty.") {
+		t.Fatalf("empty body without the empty hint: %v (stats %+v)", st.Hints, st.Stats)
 	}
 }
