@@ -321,7 +321,7 @@ func actionsTargetName(t events.Target) string {
 
 // actionsResolveNode resolves a backend node id and reads its info.
 func actionsResolveNode(ctx context.Context, cs *cdp.Session, id cdpproto.BackendNodeID, name string) (*actionsElement, error) {
-	res, err := cdpproto.Call(ctx, cs, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: id})
+	res, err := cdpproto.Call(ctx, cs, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: id, ObjectGroup: actionsObjectGroup})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
@@ -483,7 +483,7 @@ func actionsHitTest(ctx context.Context, el *actionsElement, p actionsPoint) (bo
 	if hit.BackendNodeID == el.backend {
 		return true, "", nil
 	}
-	ho, err := cdpproto.Call(ctx, el.sess, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: hit.BackendNodeID})
+	ho, err := cdpproto.Call(ctx, el.sess, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: hit.BackendNodeID, ObjectGroup: actionsObjectGroup})
 	if err != nil || ho.Object == nil {
 		if ctx.Err() != nil {
 			return false, "", ctx.Err()
@@ -644,6 +644,7 @@ type actionsRun struct {
 	detail   string
 	verdict  events.Verdict // override when set and no error
 	override bool
+	sessions []*cdp.Session // where the action resolved objects
 }
 
 func (a *Actions) actionsBegin(ctx context.Context, s *session.Session, sessions ...*cdp.Session) *actionsRun {
@@ -651,6 +652,7 @@ func (a *Actions) actionsBegin(ctx context.Context, s *session.Session, sessions
 	if ps, err := s.PageSession(""); err == nil {
 		sessions = append(sessions, ps)
 	}
+	r.sessions = sessions
 	r.watch = actionsStartWatch(s, sessions...)
 	r.before = s.Evidence(ctx)
 	return r
@@ -659,6 +661,7 @@ func (a *Actions) actionsBegin(ctx context.Context, s *session.Session, sessions
 // end stops watching and computes the outcome.
 func (r *actionsRun) end(ctx context.Context, err error) events.ActionOutcome {
 	defer r.watch.stop()
+	defer r.release(ctx)
 	var seen actionsSeen
 	r.watch.drain(&seen)
 	// A tab the browser created during the action: let the session register
@@ -734,5 +737,20 @@ func actionsSleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+	}
+}
+
+// actionsObjectGroup holds the page objects an action resolves, released
+// when the action ends so that a long session on one page does not pile up
+// remote objects.
+const actionsObjectGroup = "browseragent-actions"
+
+// release frees the action's remote objects on every session it used. The
+// replies are not awaited: nothing depends on them.
+func (r *actionsRun) release(ctx context.Context) {
+	for _, cs := range r.sessions {
+		if cs != nil {
+			cs.Send(ctx, runtime.CommandReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: actionsObjectGroup})
+		}
 	}
 }

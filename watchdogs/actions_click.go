@@ -168,7 +168,7 @@ func (a *Actions) actionsClickCoordinate(ctx context.Context, s *session.Session
 			res.Outcome = actionsFailed(err)
 			return res, err
 		}
-		if ho, err := cdpproto.Call(ctx, ps, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: hit.BackendNodeID}); err == nil && ho.Object != nil {
+		if ho, err := cdpproto.Call(ctx, ps, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: hit.BackendNodeID, ObjectGroup: actionsObjectGroup}); err == nil && ho.Object != nil {
 			_ = callOn(ctx, ps, ho.Object.ObjectID, `function(){ return (`+actionsDescJS+`)(this); }`, &target)
 		}
 	}

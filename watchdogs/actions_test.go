@@ -1014,3 +1014,25 @@ func TestActionsClickDialogWithPopups(t *testing.T) {
 		t.Fatalf("verdict %s (%s), want dialog", res.Outcome.Verdict, res.Outcome.Detail)
 	}
 }
+
+// An action releases the page objects it resolved, so a long session on one
+// page does not accumulate them.
+func TestActionsReleaseObjects(t *testing.T) {
+	at := actionsStart(t, "/actions-click.html", ActionsConfig{})
+	tg := at.el("#cb")
+	el, err := actionsResolveNode(at.ctx, at.page(), cdpproto.BackendNodeID(tg.Element.BackendNodeID), "the checkbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := callOn(at.ctx, el.sess, el.obj, `function() { return 1 }`, nil); err != nil {
+		t.Fatalf("object unusable before the action ended: %v", err)
+	}
+	run := NewActions(ActionsConfig{}).actionsBegin(at.ctx, at.s, el.sess)
+	run.end(at.ctx, nil)
+	// The release is sent without waiting; a later call on the session is
+	// answered after it.
+	err = callOn(at.ctx, el.sess, el.obj, `function() { return 1 }`, nil)
+	if err == nil || !strings.Contains(err.Error(), "object") {
+		t.Fatalf("object still alive after the action: %v", err)
+	}
+}
