@@ -7,6 +7,7 @@ import (
 	"time"
 
 	cdpproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 
@@ -64,6 +65,21 @@ func (s *Session) openTab(ctx context.Context) (target.ID, error) {
 	defer cancel()
 	if err := s.waitTabReady(wait, id); err != nil {
 		return "", fmt.Errorf("session: new tab %s did not attach: %w", id, err)
+	}
+	if s.Browser() == nil {
+		// Connected to someone else's browser: the tab may have attached
+		// before it was known to be ours, so give it the profile's viewport
+		// now (the browser's other tabs keep theirs).
+		cs, err := s.PageSession(string(id))
+		if err != nil {
+			return "", err
+		}
+		p := s.profile
+		if _, err := cdpproto.Call(ctx, cs, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+			Width: int64(p.ViewportWidth), Height: int64(p.ViewportHeight), DeviceScaleFactor: p.DeviceScaleFactor,
+		}); err != nil {
+			return "", fmt.Errorf("session: setting the viewport of tab %s: %w", id, err)
+		}
 	}
 	return id, nil
 }

@@ -341,3 +341,19 @@ func TestFingerprintSeesStructuralChangesOnly(t *testing.T) {
 		t.Fatalf("added element did not move the fingerprint: %v → %v", b, c)
 	}
 }
+
+func TestViewportFollowsProfile(t *testing.T) {
+	s, env := start(t, session.Profile{ViewportWidth: 1000, ViewportHeight: 640})
+	navigate(t, s, env.URL("/form.html"), false)
+	cs, err := s.PageSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size []int
+	if err := testbrowser.Eval(cs, `[innerWidth, innerHeight]`, &size); err != nil {
+		t.Fatal(err)
+	}
+	if len(size) != 2 || size[0] != 1000 || size[1] != 640 {
+		t.Fatalf("viewport %v, want the profile's 1000x640", size)
+	}
+}
