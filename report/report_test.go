@@ -78,8 +78,8 @@ func sampleTrace(t *testing.T, badShot bool) string {
 // facts the page shows.
 func renderInBrowser(t *testing.T, tracePath string) (facts struct {
 	Steps, Images, Loaded int
-	Chain, Final, Title  string
-	Problems             []string
+	Chain, Final, Title   string
+	Problems              []string
 }) {
 	t.Helper()
 	out := filepath.Join(filepath.Dir(tracePath), "report.html")

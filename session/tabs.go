@@ -141,7 +141,6 @@ func (s *Session) belongsLocked(f *AttachedTarget, root string) bool {
 	return false
 }
 
-
 // RefreshTabs asks the browser for every tab's current URL and title.
 // Chromium does not report every title change as an event, so observers
 // that show tabs (the DOM watchdog) refresh before reading Tabs.
