@@ -431,19 +431,7 @@ func (a *Actions) actionsSelect(ctx context.Context, s *session.Session, ev even
 	run := a.actionsBegin(ctx, s, el.sess)
 	err = func() error {
 		if l.Kind == "native" {
-			i := actionsMatch(l.Options, ev.Text)
-			if i < 0 {
-				return actionsNotFound(name, ev.Text, l.Options)
-			}
-			o := l.Options[i]
-			if o.Disabled {
-				return fmt.Errorf("watchdogs: option %q of %s is disabled", o.Text, name)
-			}
-			optID, ok, err := actionsObjectNode(ctx, el.sess, el.obj, actionsListJS, i)
-			if err != nil || !ok {
-				return fmt.Errorf("watchdogs: option %q of %s vanished: %v", o.Text, name, err)
-			}
-			opt, err := actionsResolveNode(ctx, el.sess, optID, "the option")
+			i, o, opt, err := actionsPickOption(ctx, el, l, ev.Text, name)
 			if err != nil {
 				return err
 			}
@@ -466,19 +454,7 @@ func (a *Actions) actionsSelect(ctx context.Context, s *session.Session, ev even
 		if opened {
 			run.addDetail("opened the dropdown")
 		}
-		i := actionsMatch(l.Options, ev.Text)
-		if i < 0 {
-			return actionsNotFound(name, ev.Text, l.Options)
-		}
-		o := l.Options[i]
-		if o.Disabled {
-			return fmt.Errorf("watchdogs: option %q of %s is disabled", o.Text, name)
-		}
-		optID, ok, err := actionsObjectNode(ctx, el.sess, el.obj, actionsListJS, i)
-		if err != nil || !ok {
-			return fmt.Errorf("watchdogs: option %q of %s vanished: %v", o.Text, name, err)
-		}
-		opt, err := actionsResolveNode(ctx, el.sess, optID, "the option")
+		_, o, opt, err := actionsPickOption(ctx, el, l, ev.Text, name)
 		if err != nil {
 			return err
 		}
@@ -593,4 +569,23 @@ func (a *Actions) actionsUpload(ctx context.Context, s *session.Session, ev even
 	}()
 	res.Outcome = run.end(ctx, err)
 	return res, err
+}
+
+// actionsPickOption finds the option of list l matching text, refuses a
+// disabled one, and resolves its node.
+func actionsPickOption(ctx context.Context, el *actionsElement, l actionsList, text, name string) (int, actionsOption, *actionsElement, error) {
+	i := actionsMatch(l.Options, text)
+	if i < 0 {
+		return i, actionsOption{}, nil, actionsNotFound(name, text, l.Options)
+	}
+	o := l.Options[i]
+	if o.Disabled {
+		return i, o, nil, fmt.Errorf("watchdogs: option %q of %s is disabled", o.Text, name)
+	}
+	optID, ok, err := actionsObjectNode(ctx, el.sess, el.obj, actionsListJS, i)
+	if err != nil || !ok {
+		return i, o, nil, fmt.Errorf("watchdogs: option %q of %s vanished: %v", o.Text, name, err)
+	}
+	opt, err := actionsResolveNode(ctx, el.sess, optID, "the option")
+	return i, o, opt, err
 }
