@@ -53,7 +53,25 @@ type Data struct {
 	Errors    []string // bus errors, in order
 	Verify    Verification
 	Records   int
+	// Frames is the screencast filmstrip, when the run was recorded.
+	Frames []Frame
+	// FramesTotal is how many frames the recording holds (Frames may be a
+	// sample of them).
+	FramesTotal int
 }
+
+// Frame is one screencast frame ready to embed.
+type Frame struct {
+	Time  string
+	Image template.URL
+}
+
+// FramesDir is where a recorded run keeps its screencast, relative to the
+// trace: the recording watchdog's frames and its frames.jsonl manifest.
+const FramesDir = "frames"
+
+// MaxFrames caps how many frames the report embeds (sampled evenly).
+const MaxFrames = 60
 
 // Step is a trace step with its screenshot ready to embed.
 type Step struct {
@@ -139,7 +157,47 @@ func Load(path string) (*Data, error) {
 		d.Kinds = append(d.Kinds, *k)
 	}
 	sort.Slice(d.Kinds, func(i, j int) bool { return d.Kinds[i].Kind < d.Kinds[j].Kind })
+	d.Frames, d.FramesTotal = loadFrames(filepath.Join(dir, FramesDir))
 	return d, nil
+}
+
+// loadFrames reads a recording's manifest (one JSON object per line with
+// "file" and "time") and embeds an even sample of at most MaxFrames frames,
+// in time order. A missing recording is no error: most runs have none.
+func loadFrames(dir string) ([]Frame, int) {
+	raw, err := os.ReadFile(filepath.Join(dir, "frames.jsonl"))
+	if err != nil {
+		return nil, 0
+	}
+	type line struct {
+		File string `json:"file"`
+		Time string `json:"time"`
+	}
+	var lines []line
+	for _, l := range strings.Split(string(raw), "\n") {
+		var fl line
+		if json.Unmarshal([]byte(l), &fl) == nil && fl.File != "" && !strings.ContainsAny(fl.File, `/\`) {
+			lines = append(lines, fl)
+		}
+	}
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].Time < lines[j].Time })
+	step := 1
+	if len(lines) > MaxFrames {
+		step = (len(lines) + MaxFrames - 1) / MaxFrames
+	}
+	var out []Frame
+	for i := 0; i < len(lines); i += step {
+		b, err := os.ReadFile(filepath.Join(dir, lines[i].File))
+		if err != nil {
+			continue
+		}
+		mime := "image/jpeg"
+		if strings.HasSuffix(lines[i].File, ".png") {
+			mime = "image/png"
+		}
+		out = append(out, Frame{Time: lines[i].Time, Image: template.URL("data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(b))})
+	}
+	return out, len(lines)
 }
 
 // embedShot reads a step's screenshot and checks it against its recorded

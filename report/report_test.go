@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -78,6 +79,7 @@ func sampleTrace(t *testing.T, badShot bool) string {
 // facts the page shows.
 func renderInBrowser(t *testing.T, tracePath string) (facts struct {
 	Steps, Images, Loaded int
+	Frames                int
 	Chain, Final, Title   string
 	Problems              []string
 }) {
@@ -93,6 +95,7 @@ func renderInBrowser(t *testing.T, tracePath string) (facts struct {
 		await Promise.all(imgs.map(i => i.complete ? 0 : new Promise(r => { i.onload = i.onerror = r; })));
 		return {
 			Steps: document.querySelectorAll('section.step').length,
+			Frames: [...document.querySelectorAll('img.frame')].filter(i => i.naturalWidth > 0).length,
 			Images: imgs.length,
 			Loaded: imgs.filter(i => i.naturalWidth === 64).length,
 			Chain: document.getElementById('chain').textContent,
@@ -131,5 +134,35 @@ func TestReportFlagsTamperingAndSwappedImages(t *testing.T) {
 	}
 	if f.Images != 1 || len(f.Problems) < 1 || !strings.Contains(strings.Join(f.Problems, "|"), "does not match the hash") {
 		t.Fatalf("images %d problems %q: the swapped screenshot must not be shown", f.Images, f.Problems)
+	}
+}
+
+func TestReportShowsRecordedFrames(t *testing.T) {
+	path := sampleTrace(t, false)
+	dir := filepath.Join(filepath.Dir(path), FramesDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := ""
+	// Written out of order: the report sorts by time. A line naming a path
+	// outside the folder is ignored.
+	for i, ts := range []string{"2026-11-30T10:00:02Z", "2026-11-30T10:00:01Z", "2026-11-30T10:00:03Z"} {
+		name := fmt.Sprintf("frame-%06d.png", i+1)
+		writePNG(t, filepath.Join(dir, name), 32, 20)
+		manifest += fmt.Sprintf(`{"seq":%d,"file":%q,"time":%q}`+"\n", i+1, name, ts)
+	}
+	manifest += `{"seq":4,"file":"../step_1.png","time":"2026-11-30T10:00:04Z"}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "frames.jsonl"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.FramesTotal != 3 || len(d.Frames) != 3 || d.Frames[0].Time != "2026-11-30T10:00:01Z" {
+		t.Fatalf("frames %d/%d, first at %q", len(d.Frames), d.FramesTotal, d.Frames[0].Time)
+	}
+	if f := renderInBrowser(t, path); f.Frames != 3 {
+		t.Fatalf("%d frames rendered, want 3", f.Frames)
 	}
 }

@@ -70,6 +70,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	bf.register(fs)
 	outDir := fs.String("out", filepath.Join("out", "demo"), "folder for the trace, history, screenshots and report")
 	asJSON := fs.Bool("json", false, "print the run result as JSON")
+	record := fs.Bool("record", false, "record a screencast of the run into OUT/frames; the report shows it as a filmstrip")
 	otel := fs.Bool("otel", false, "export OpenTelemetry spans (run, steps, model calls, actions) over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: browseragent demo [flags]")
@@ -111,7 +112,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		browser:  bf,
 		outDir:   *outDir,
 		settings: agent.Settings{MaxSteps: 15, AvailableFilePaths: []string{cv}},
-		quiet:    *asJSON, otel: *otel,
+		quiet:    *asJSON, otel: *otel, record: *record,
 	}, stderr)
 	if out != nil {
 		if *asJSON {

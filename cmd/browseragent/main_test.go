@@ -174,9 +174,10 @@ func TestCLIErrors(t *testing.T) {
 	}
 }
 
-// TestDemoExportsOpenTelemetry runs the demo with --otel against a local
-// OTLP/HTTP receiver and checks that the spans arrived there.
-func TestDemoExportsOpenTelemetry(t *testing.T) {
+// TestDemoRecordsAndExportsOpenTelemetry runs the demo with --record and
+// --otel against a local OTLP/HTTP receiver: frames are written and shown
+// in the report, and the spans arrive at the receiver.
+func TestDemoRecordsAndExportsOpenTelemetry(t *testing.T) {
 	var mu sync.Mutex
 	var posts, bytesIn int
 	var ctype string
@@ -193,9 +194,17 @@ func TestDemoExportsOpenTelemetry(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer recv.Close()
-	r := cli(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL}, "demo", "--otel", "--out", filepath.Join(t.TempDir(), "d"))
+	out := filepath.Join(t.TempDir(), "d")
+	r := cli(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL}, "demo", "--otel", "--record", "--out", out)
 	if r.code != 0 {
-		t.Fatalf("demo --otel exit %d: %s", r.code, r.stderr)
+		t.Fatalf("demo --otel --record exit %d: %s", r.code, r.stderr)
+	}
+	// --record: the screencast is there and the report shows it.
+	if frames, _ := filepath.Glob(filepath.Join(out, "frames", "frame-*.jpg")); len(frames) == 0 {
+		t.Fatal("--record wrote no frames")
+	}
+	if html, err := os.ReadFile(filepath.Join(out, "report.html")); err != nil || !bytes.Contains(html, []byte(`class="frame"`)) {
+		t.Fatalf("report without the recording filmstrip (err %v)", err)
 	}
 	mu.Lock()
 	defer mu.Unlock()

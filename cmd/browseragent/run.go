@@ -45,6 +45,7 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	tracePath := fs.String("trace", "", "trace file (default OUT/trace.jsonl; its folder receives the screenshots)")
 	reportPath := fs.String("report", "", "HTML report file (default OUT/report.html)")
 	asJSON := fs.Bool("json", false, "print the run result as JSON")
+	record := fs.Bool("record", false, "record a screencast of the run into OUT/frames; the report shows it as a filmstrip")
 	otel := fs.Bool("otel", false, "export OpenTelemetry spans (run, steps, model calls, actions) over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318)")
 	secrets := secretFlags{}
 	fs.Var(secrets, "secret-env", "a secret the model may use as <secret>name</secret>, read from an environment variable: name=ENVVAR (repeatable); it never appears in prompts, history or trace")
@@ -85,7 +86,7 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	out, err := runAgent(ctx, runConfig{
 		task: fs.Arg(0), model: m, browser: bf, outDir: dir, tracePath: *tracePath, reportPath: *reportPath,
 		settings: agent.Settings{MaxSteps: *maxSteps, Vision: v},
-		quiet:    *asJSON || !terminal, secrets: secrets, otel: *otel,
+		quiet:    *asJSON || !terminal, secrets: secrets, otel: *otel, record: *record,
 	}, stderr)
 	if out != nil {
 		if *asJSON {

@@ -19,6 +19,7 @@ import (
 	"github.com/browseragent/browseragent/session"
 	"github.com/browseragent/browseragent/telemetry"
 	"github.com/browseragent/browseragent/trace"
+	"github.com/browseragent/browseragent/watchdogs"
 )
 
 // runConfig is one agent run as the CLI performs it.
@@ -33,6 +34,7 @@ type runConfig struct {
 	quiet                 bool // no progress lines
 	secrets               map[string]string
 	otel                  bool // export OpenTelemetry spans over OTLP/HTTP
+	record                bool // screencast frames into OUT/frames for the report
 }
 
 // runOutcome is what a run leaves behind.
@@ -74,7 +76,12 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 		return err
 	}
 
-	s, err := startSession(ctx, &cfg.browser, session.WithBusHook(tw.ObserveBus))
+	opts := []session.Option{session.WithBusHook(tw.ObserveBus)}
+	if cfg.record {
+		dir := filepath.Join(filepath.Dir(out.Trace), report.FramesDir)
+		opts = append(opts, session.WithWatchdogs(watchdogs.NewRecording(watchdogs.RecordingConfig{Dir: dir})))
+	}
+	s, err := startSession(ctx, &cfg.browser, opts...)
 	if err != nil {
 		closeTrace()
 		return nil, err
