@@ -365,7 +365,7 @@ func (w *Security) secHook(ctx context.Context, at session.AttachedTarget) error
 	w.targets[string(at.Session.ID())] = t
 	w.mu.Unlock()
 
-	sub := at.Session.SubscribeEvents(fetch.RequestPaused.Method)
+	sub := at.Session.SubscribeEvents(secTargetEvents...)
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := cdpproto.Call(cctx, at.Session, fetch.Enable, fetch.EnableParams{
@@ -403,7 +403,7 @@ func (w *Security) secIntercept(stop <-chan struct{}, t *secTarget, sub *cdp.Sub
 					// Paused requests we never saw stay paused; log loudly
 					// and keep answering the new ones.
 					w.log.Warn("request interception fell behind; resubscribing", zap.Error(err))
-					sub = t.sess.SubscribeEvents(fetch.RequestPaused.Method)
+					sub = t.sess.SubscribeEvents(secTargetEvents...)
 					continue
 				}
 				w.mu.Lock()
@@ -413,6 +413,13 @@ func (w *Security) secIntercept(stop <-chan struct{}, t *secTarget, sub *cdp.Sub
 				w.mu.Unlock()
 				return
 			}
+			if ev.Method == page.FrameNavigated.Method {
+				var e page.EventFrameNavigated
+				if ev.Decode(&e) == nil && e.Frame != nil {
+					w.secCheckFrame(ctx, t, e.Frame)
+				}
+				continue
+			}
 			var e fetch.EventRequestPaused
 			if ev.Decode(&e) != nil || e.Request == nil {
 				continue
@@ -420,6 +427,33 @@ func (w *Security) secIntercept(stop <-chan struct{}, t *secTarget, sub *cdp.Sub
 			w.secDecide(ctx, t, &e)
 		}
 	}
+}
+
+// secTargetEvents are what a target's interception goroutine consumes:
+// paused document requests, and committed frames (for documents that never
+// reach the network).
+var secTargetEvents = []string{fetch.RequestPaused.Method, page.FrameNavigated.Method}
+
+// secCheckFrame re-checks a sub-frame's committed URL. data:, blob: and
+// similar documents never reach Fetch, so a refused one is replaced by
+// about:blank right after it committed (its scripts may have started) and
+// the replacement is reported. Main frames are checked by secWatchCommits.
+func (w *Security) secCheckFrame(ctx context.Context, t *secTarget, f *cdpproto.Frame) {
+	if f.ParentID == "" || f.URL == "" || strings.HasPrefix(f.URL, "http:") || strings.HasPrefix(f.URL, "https:") {
+		return // main frame, or a network URL Fetch already decided
+	}
+	u := f.URL + f.URLFragment
+	tid := string(t.sess.TargetID())
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	be := w.secCheck(cctx, u, KindSubframe, tid)
+	if be == nil {
+		return
+	}
+	if _, err := cdpproto.Call(cctx, t.sess, page.Navigate, page.NavigateParams{URL: "about:blank", FrameID: f.ID}); err != nil {
+		w.log.Debug("blanking a refused frame", zap.String("url", u), zap.Error(err))
+	}
+	w.secReport(ctx, be, tid, "frame replaced with about:blank after it committed")
 }
 
 // secKind classifies a paused document request.

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	cdpproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
 	"github.com/browseragent/browseragent/internal/testbrowser"
@@ -412,5 +415,29 @@ func TestSecurityBlobCheckedAfterCommit(t *testing.T) {
 			return false // navigating
 		}
 		return href == "about:blank"
+	})
+}
+
+// A data: iframe never reaches Fetch: it is refused after it committed and
+// replaced by about:blank, and the refusal is reported as a sub-frame one.
+func TestSecurityDataIframeReplaced(t *testing.T) {
+	h := secStart(t, session.Profile{}, nil)
+	if _, err := h.navigate(h.env.URL("/security-dataframe.html")); err != nil {
+		t.Fatal(err)
+	}
+	e := h.waitBlock("data:text/html")
+	if e.Details["kind"] != string(KindSubframe) {
+		t.Fatalf("kind %q, want subframe: %+v", e.Details["kind"], e.Details)
+	}
+	cs, err := h.s.PageSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secWaitFor(t, "the data: frame replaced by about:blank", func() bool {
+		tree, err := cdpproto.Call(h.ctx, cs, page.GetFrameTree, cdpproto.Empty{})
+		if err != nil || tree.FrameTree == nil || len(tree.FrameTree.ChildFrames) != 1 {
+			return false
+		}
+		return tree.FrameTree.ChildFrames[0].Frame.URL == "about:blank"
 	})
 }
