@@ -1,6 +1,9 @@
 package watchdogs
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,6 +153,92 @@ func TestDOMWRecordGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("recorded %s: %d bytes of capture, %d of text", base, len(b), len(replayed))
+	}
+	if os.Getenv(domwRecordEnv) == "1" {
+		// The benchmark input: a 10k-element page, gzipped (it is large).
+		domwNavigate(t, ctx, s, env.URL("/generated?n=10000"))
+		tab := s.FocusedTab()
+		cs, err := s.PageSession(tab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs, err := w.capture(ctx, s, tab, cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := jsonv2.Marshal(obs.input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write(b)
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, domwLargeCapture), gz.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("recorded %s: %d bytes (%d gzipped)", domwLargeCapture, len(b), gz.Len())
+	}
+}
+
+// domwLargeCapture is the recorded capture of /generated?n=10000 that
+// BenchmarkDOMWReplay10k feeds to package dom.
+const domwLargeCapture = "generated10k.json.gz"
+
+func domwLoadLarge(tb testing.TB) *dom.PageInput {
+	tb.Helper()
+	f, err := os.Open(filepath.Join("testdata", "dom", domwLargeCapture))
+	if err != nil {
+		tb.Fatalf("%v (record with %s=1 go test -run TestDOMWRecordGolden ./watchdogs/)", err, domwRecordEnv)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in, err := dom.DecodePageInput(b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return in
+}
+
+// BenchmarkDOMWReplay10k is the Go side of an observation alone (merge,
+// filters, serializer) on recorded CDP results of a 10k-element page.
+func BenchmarkDOMWReplay10k(b *testing.B) {
+	in := domwLoadLarge(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		tree, err := dom.Build(in, dom.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := dom.Serialize(tree, nil, dom.SerializeOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The recorded large capture replays into a sane observation.
+func TestDOMWReplayLarge(t *testing.T) {
+	in := domwLoadLarge(t)
+	tree, err := dom.Build(in, dom.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := dom.Serialize(tree, nil, dom.SerializeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tree.NodeCount() < 10000 || res.Map.Len() == 0 || len(res.Text) == 0 {
+		t.Fatalf("nodes %d, indexed %d, text %d", tree.NodeCount(), res.Map.Len(), len(res.Text))
 	}
 }
 
