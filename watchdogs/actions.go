@@ -187,36 +187,16 @@ func (a *Actions) Attach(s *session.Session) error {
 	}
 	const n = "actions"
 	return errors.Join(
-		register(b, n, events.ClickElement, func(ctx context.Context, ev events.ClickElementEvent) (events.ClickResult, error) {
-			return a.actionsClick(ctx, s, ev)
-		}),
-		register(b, n, events.ClickCoordinate, func(ctx context.Context, ev events.ClickCoordinateEvent) (events.ClickResult, error) {
-			return a.actionsClickCoordinate(ctx, s, ev)
-		}),
-		register(b, n, events.TypeText, func(ctx context.Context, ev events.TypeTextEvent) (events.TypeResult, error) {
-			return a.actionsType(ctx, s, ev)
-		}),
-		register(b, n, events.Scroll, func(ctx context.Context, ev events.ScrollEvent) (events.ScrollResult, error) {
-			return a.actionsScroll(ctx, s, ev)
-		}),
-		register(b, n, events.ScrollToText, func(ctx context.Context, ev events.ScrollToTextEvent) (events.ScrollResult, error) {
-			return a.actionsScrollToText(ctx, s, ev)
-		}),
-		register(b, n, events.SendKeys, func(ctx context.Context, ev events.SendKeysEvent) (events.SendKeysResult, error) {
-			return a.actionsSendKeys(ctx, s, ev)
-		}),
-		register(b, n, events.UploadFile, func(ctx context.Context, ev events.UploadFileEvent) (events.UploadResult, error) {
-			return a.actionsUpload(ctx, s, ev)
-		}),
-		register(b, n, events.GetDropdownOptions, func(ctx context.Context, ev events.GetDropdownOptionsEvent) (events.DropdownOptionsResult, error) {
-			return a.actionsDropdownOptions(ctx, s, ev)
-		}),
-		register(b, n, events.SelectDropdownOption, func(ctx context.Context, ev events.SelectDropdownOptionEvent) (events.SelectDropdownResult, error) {
-			return a.actionsSelect(ctx, s, ev)
-		}),
-		register(b, n, events.Hover, func(ctx context.Context, ev events.HoverEvent) (events.HoverResult, error) {
-			return a.actionsHover(ctx, s, ev)
-		}),
+		register(b, n, events.ClickElement, withSession(s, a.actionsClick)),
+		register(b, n, events.ClickCoordinate, withSession(s, a.actionsClickCoordinate)),
+		register(b, n, events.TypeText, withSession(s, a.actionsType)),
+		register(b, n, events.Scroll, withSession(s, a.actionsScroll)),
+		register(b, n, events.ScrollToText, withSession(s, a.actionsScrollToText)),
+		register(b, n, events.SendKeys, withSession(s, a.actionsSendKeys)),
+		register(b, n, events.UploadFile, withSession(s, a.actionsUpload)),
+		register(b, n, events.GetDropdownOptions, withSession(s, a.actionsDropdownOptions)),
+		register(b, n, events.SelectDropdownOption, withSession(s, a.actionsSelect)),
+		register(b, n, events.Hover, withSession(s, a.actionsHover)),
 		register(b, n, events.Wait, func(ctx context.Context, ev events.WaitEvent) (events.None, error) {
 			return events.None{}, a.actionsWait(ctx, ev)
 		}),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/cdp"
+	"github.com/browseragent/browseragent/session"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -22,6 +23,12 @@ func ptr[T any](v T) *T { return &v }
 func register[E, R any](b *bus.Bus, name string, k bus.Kind[E, R], h func(context.Context, E) (R, error), opts ...bus.HandleOption) error {
 	_, err := bus.Handle(b, k, name, h, opts...)
 	return err
+}
+
+// withSession binds a handler that needs the session to it, giving the
+// func(ctx, E) (R, error) shape the bus registers.
+func withSession[E, R any](s *session.Session, f func(context.Context, *session.Session, E) (R, error)) func(context.Context, E) (R, error) {
+	return func(ctx context.Context, ev E) (R, error) { return f(ctx, s, ev) }
 }
 
 // evaluate runs expr in the session's main world, awaiting a promise, and
