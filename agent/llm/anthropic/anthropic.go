@@ -51,8 +51,7 @@ type Config struct {
 type Model struct {
 	cfg    Config
 	url    string
-	client *http.Client
-	owned  bool
+	client wire.Client
 }
 
 // New returns a Model; a missing key is a *llm.MissingKeyError naming
@@ -80,11 +79,7 @@ func New(cfg Config) (*Model, error) {
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = 8192
 	}
-	m := &Model{cfg: cfg, url: cfg.BaseURL + "/v1/messages", client: cfg.HTTPClient}
-	if m.client == nil {
-		m.client = wire.NewClient()
-		m.owned = true
-	}
+	m := &Model{cfg: cfg, url: cfg.BaseURL + "/v1/messages", client: wire.OwnClient(cfg.HTTPClient)}
 	return m, nil
 }
 
@@ -93,9 +88,7 @@ func (m *Model) Name() string { return "anthropic:" + m.cfg.Model }
 
 // CloseIdleConnections closes idle connections of the Model's own client.
 func (m *Model) CloseIdleConnections() {
-	if m.owned {
-		m.client.CloseIdleConnections()
-	}
+	m.client.CloseIdle()
 }
 
 type source struct {
@@ -225,7 +218,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 	h.Set("x-api-key", m.cfg.APIKey)
 	h.Set("anthropic-version", APIVersion)
 	raw, latency, err := wire.Do(ctx, wire.Call{
-		Provider: "anthropic", Client: m.client, URL: m.url, Header: h, Body: body,
+		Provider: "anthropic", Client: m.client.Client, URL: m.url, Header: h, Body: body,
 		Timeout: m.cfg.Timeout, ParseError: parseError,
 	})
 	if err != nil {

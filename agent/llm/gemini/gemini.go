@@ -51,8 +51,7 @@ type Config struct {
 type Model struct {
 	cfg    Config
 	url    string
-	client *http.Client
-	owned  bool
+	client wire.Client
 }
 
 // New returns a Model; a missing key is a *llm.MissingKeyError naming
@@ -81,12 +80,8 @@ func New(cfg Config) (*Model, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 90 * time.Second
 	}
-	m := &Model{cfg: cfg, client: cfg.HTTPClient,
+	m := &Model{cfg: cfg, client: wire.OwnClient(cfg.HTTPClient),
 		url: cfg.BaseURL + "/v1beta/models/" + url.PathEscape(cfg.Model) + ":generateContent"}
-	if m.client == nil {
-		m.client = wire.NewClient()
-		m.owned = true
-	}
 	return m, nil
 }
 
@@ -95,9 +90,7 @@ func (m *Model) Name() string { return "gemini:" + m.cfg.Model }
 
 // CloseIdleConnections closes idle connections of the Model's own client.
 func (m *Model) CloseIdleConnections() {
-	if m.owned {
-		m.client.CloseIdleConnections()
-	}
+	m.client.CloseIdle()
 }
 
 type inlineData struct {
@@ -225,7 +218,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 	h := http.Header{}
 	h.Set("x-goog-api-key", m.cfg.APIKey)
 	raw, latency, err := wire.Do(ctx, wire.Call{
-		Provider: "gemini", Client: m.client, URL: m.url, Header: h, Body: body,
+		Provider: "gemini", Client: m.client.Client, URL: m.url, Header: h, Body: body,
 		Timeout: m.cfg.Timeout, ParseError: parseError,
 	})
 	if err != nil {

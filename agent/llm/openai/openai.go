@@ -59,8 +59,7 @@ type Config struct {
 type Model struct {
 	cfg    Config
 	url    string
-	client *http.Client
-	owned  bool
+	client wire.Client
 }
 
 // New returns a Model. A missing key for api.openai.com is a
@@ -88,11 +87,7 @@ func New(cfg Config) (*Model, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 90 * time.Second
 	}
-	m := &Model{cfg: cfg, url: cfg.BaseURL + "/chat/completions", client: cfg.HTTPClient}
-	if m.client == nil {
-		m.client = wire.NewClient()
-		m.owned = true
-	}
+	m := &Model{cfg: cfg, url: cfg.BaseURL + "/chat/completions", client: wire.OwnClient(cfg.HTTPClient)}
 	return m, nil
 }
 
@@ -102,9 +97,7 @@ func (m *Model) Name() string { return m.cfg.Provider + ":" + m.cfg.Model }
 // CloseIdleConnections closes idle connections of the Model's own client
 // (an injected client is left alone).
 func (m *Model) CloseIdleConnections() {
-	if m.owned {
-		m.client.CloseIdleConnections()
-	}
+	m.client.CloseIdle()
 }
 
 type imageURL struct {
@@ -234,7 +227,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 		h.Set("Authorization", "Bearer "+m.cfg.APIKey)
 	}
 	raw, latency, err := wire.Do(ctx, wire.Call{
-		Provider: m.cfg.Provider, Client: m.client, URL: m.url, Header: h, Body: body,
+		Provider: m.cfg.Provider, Client: m.client.Client, URL: m.url, Header: h, Body: body,
 		Timeout: m.cfg.Timeout, ParseError: parseError,
 	})
 	if err != nil {

@@ -136,6 +136,28 @@ func Finish(provider string, req *llm.Request, resp *llm.Response) (*llm.Respons
 	return resp, nil
 }
 
+// Client is a provider's HTTP client: the caller's, which is never closed,
+// or one of the provider's own, whose idle connections CloseIdle closes.
+type Client struct {
+	*http.Client
+	owned bool
+}
+
+// OwnClient returns c, or a new client of the provider's own when c is nil.
+func OwnClient(c *http.Client) Client {
+	if c == nil {
+		return Client{Client: NewClient(), owned: true}
+	}
+	return Client{Client: c}
+}
+
+// CloseIdle closes the idle connections of a client the provider owns.
+func (c Client) CloseIdle() {
+	if c.owned {
+		c.Client.CloseIdleConnections()
+	}
+}
+
 // NewClient returns an HTTP client with its own transport (a clone of
 // http.DefaultTransport when that is an *http.Transport), so that the
 // owning model can close its idle connections without touching others'.
