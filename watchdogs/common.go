@@ -43,13 +43,7 @@ func evaluate(ctx context.Context, s *cdp.Session, expr string, out any) error {
 	if err != nil {
 		return err
 	}
-	if res.ExceptionDetails != nil {
-		return fmt.Errorf("page script failed: %s", exceptionText(res.ExceptionDetails))
-	}
-	if out != nil && res.Result != nil && len(res.Result.Value) > 0 {
-		return jsonv2.Unmarshal(res.Result.Value, out)
-	}
-	return nil
+	return decodeResult(res.Result, res.ExceptionDetails, out)
 }
 
 // callOn calls the JavaScript function decl with this bound to the object
@@ -73,11 +67,17 @@ func callOn(ctx context.Context, s *cdp.Session, obj runtime.RemoteObjectID, dec
 	if err != nil {
 		return err
 	}
-	if res.ExceptionDetails != nil {
-		return fmt.Errorf("page script failed: %s", exceptionText(res.ExceptionDetails))
+	return decodeResult(res.Result, res.ExceptionDetails, out)
+}
+
+// decodeResult turns a script's outcome into an error naming the page
+// exception, or decodes its JSON value into out (nil to discard).
+func decodeResult(v *runtime.RemoteObject, exc *runtime.ExceptionDetails, out any) error {
+	if exc != nil {
+		return fmt.Errorf("page script failed: %s", exceptionText(exc))
 	}
-	if out != nil && res.Result != nil && len(res.Result.Value) > 0 {
-		return jsonv2.Unmarshal(res.Result.Value, out)
+	if out != nil && v != nil && len(v.Value) > 0 {
+		return jsonv2.Unmarshal(v.Value, out)
 	}
 	return nil
 }

@@ -114,13 +114,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		settings: agent.Settings{MaxSteps: 15, AvailableFilePaths: []string{cv}},
 		quiet:    *asJSON, otel: *otel, record: *record,
 	}, stderr)
-	if out != nil {
-		if *asJSON {
-			printJSON(stdout, out)
-		} else {
-			printResult(stdout, out)
-		}
-	}
+	printOutcome(stdout, out, *asJSON)
 	if err != nil {
 		return err
 	}

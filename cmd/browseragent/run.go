@@ -88,13 +88,7 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		settings: agent.Settings{MaxSteps: *maxSteps, Vision: v},
 		quiet:    *asJSON || !terminal, secrets: secrets, otel: *otel, record: *record,
 	}, stderr)
-	if out != nil {
-		if *asJSON {
-			printJSON(stdout, out)
-		} else {
-			printResult(stdout, out)
-		}
-	}
+	printOutcome(stdout, out, *asJSON)
 	if err != nil {
 		return err
 	}

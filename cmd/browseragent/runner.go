@@ -264,6 +264,18 @@ func (m *tracedModel) Generate(ctx context.Context, req llm.Request) (*llm.Respo
 // CloseIdleConnections passes through to providers that pool connections.
 func (m *tracedModel) CloseIdleConnections() { llm.CloseIdleConnections(m.inner) }
 
+// printOutcome prints a finished run as JSON or for people; nothing when
+// the run did not start.
+func printOutcome(w io.Writer, out *runOutcome, asJSON bool) {
+	switch {
+	case out == nil:
+	case asJSON:
+		printJSON(w, out)
+	default:
+		printResult(w, out)
+	}
+}
+
 // printResult writes the run's end: the answer, where the files are.
 func printResult(w io.Writer, out *runOutcome) {
 	r := out.Result
