@@ -78,6 +78,9 @@ func TestDemoEndToEnd(t *testing.T) {
 	if err != nil || !bytes.Contains(html, []byte("trace intact")) || !bytes.Contains(html, []byte("data:image/png;base64,")) {
 		t.Fatalf("report missing, unverified or without screenshots (err %v)", err)
 	}
+	if bytes.Contains(html, []byte(" steps · 0.0 s")) {
+		t.Fatal("report shows a run that took no time")
+	}
 
 	// verify agrees, and catches an edited copy.
 	if v := cli(t, nil, "verify", filepath.Join(out, "trace.jsonl")); v.code != 0 || !strings.HasPrefix(v.stdout, "ok:") {

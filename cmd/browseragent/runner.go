@@ -134,13 +134,16 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 		closeTrace()
 		return nil, err
 	}
+	started := time.Now()
 	res, runErr := a.Run(ctx)
 	out.Result = res
 	if spans != nil {
 		spans.End(res, runErr)
 	}
 	if res != nil {
-		_ = tw.Write(trace.TypeRun, traceRun(cfg.task, res))
+		run := traceRun(cfg.task, res)
+		run.DurationMS = float64(time.Since(started)) / float64(time.Millisecond)
+		_ = tw.Write(trace.TypeRun, run)
 	}
 	if err := a.History().Save(out.History); err != nil && runErr == nil {
 		runErr = err
