@@ -111,6 +111,7 @@ type Conn struct {
 	hookCancel context.CancelFunc
 	wg         sync.WaitGroup
 	closeOnce  sync.Once
+	closing    atomic.Bool // Close began: a read error now means ErrClosed
 
 	// mu guards everything below, the mutable fields of every Session and
 	// every Subscription. It is never held while user code runs or while a
@@ -242,6 +243,9 @@ func (c *Conn) Err() error {
 // from an attach hook (it waits for the hooks).
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
+		// Set before the close frame goes out: the browser's answering close
+		// frame then ends the reader as a Close, not as a lost connection.
+		c.closing.Store(true)
 		if c.Err() == nil {
 			// Polite close frame; the deadline bounds a dead peer.
 			_ = c.ws.WriteControl(websocket.CloseMessage,
@@ -306,7 +310,11 @@ func (c *Conn) readLoop() {
 	for {
 		_, data, err := c.ws.ReadMessage()
 		if err != nil {
-			c.fail(lostError(err))
+			if c.closing.Load() {
+				c.fail(ErrClosed)
+			} else {
+				c.fail(lostError(err))
+			}
 			return
 		}
 		if ce := c.log.Check(zap.DebugLevel, "recv"); ce != nil {
