@@ -11,6 +11,7 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -24,10 +25,14 @@ import (
 // Instrumentation names the tracer.
 const Instrumentation = "github.com/browseragent/browseragent/telemetry"
 
-// Run is one traced agent run.
+// Run is one traced agent run. Its methods are safe for concurrent use.
 type Run struct {
 	tracer oteltrace.Tracer
 	span   oteltrace.Span
+
+	mu   sync.Mutex
+	step oteltrace.Span // the step in progress, if OnStepStart opened one
+	sctx context.Context
 }
 
 // Start begins the run span. Pass the returned context to agent.Run so that
@@ -45,22 +50,49 @@ func Start(ctx context.Context, tp oteltrace.TracerProvider, task, model string)
 	return ctx, &Run{tracer: tr, span: span}
 }
 
-// Model wraps m so that each call is a "chat" span with token usage.
-func (r *Run) Model(m llm.Model) llm.Model { return &model{inner: m, tracer: r.tracer} }
+// Model wraps m so that each call is a "chat" span with token usage, a
+// child of the step in progress (or of the run).
+func (r *Run) Model(m llm.Model) llm.Model { return &model{inner: m, run: r} }
+
+// OnStepStart opens the step's span; use it as (or from)
+// agent.Settings.OnStepStart. Steps without it get their span from the
+// recorded times in OnStepEnd.
+func (r *Run) OnStepStart(_ context.Context, n int) {
+	ctx, sp := r.tracer.Start(oteltrace.ContextWithSpan(context.Background(), r.span), "step",
+		oteltrace.WithAttributes(attribute.Int("browseragent.step", n)))
+	r.mu.Lock()
+	r.step, r.sctx = sp, ctx
+	r.mu.Unlock()
+}
+
+// parent is the context new spans hang under: the open step, else the run.
+func (r *Run) parent() context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sctx != nil {
+		return r.sctx
+	}
+	return oteltrace.ContextWithSpan(context.Background(), r.span)
+}
 
 // OnStepEnd records a finished step and its actions. Use it as (or from)
-// agent.Settings.OnStepEnd. Step and action spans are built from the
-// step's recorded times, so they nest under the run span whatever context
-// the agent passes.
+// agent.Settings.OnStepEnd. Action spans are built from the recorded
+// durations: the actions ran one after another and ended with the step.
 func (r *Run) OnStepEnd(_ context.Context, it agent.HistoryItem) {
-	ctx := oteltrace.ContextWithSpan(context.Background(), r.span)
-	ctx, step := r.tracer.Start(ctx, "step", oteltrace.WithTimestamp(it.StartedAt),
-		oteltrace.WithAttributes(
-			attribute.Int("browseragent.step", it.Step),
-			attribute.String("url.full", it.State.URL),
-			attribute.Int("gen_ai.usage.input_tokens", it.Usage.PromptTokens),
-			attribute.Int("gen_ai.usage.output_tokens", it.Usage.CompletionTokens),
-		))
+	r.mu.Lock()
+	step, ctx := r.step, r.sctx
+	r.step, r.sctx = nil, nil
+	r.mu.Unlock()
+	if step == nil {
+		ctx, step = r.tracer.Start(oteltrace.ContextWithSpan(context.Background(), r.span), "step",
+			oteltrace.WithTimestamp(it.StartedAt))
+	}
+	step.SetAttributes(
+		attribute.Int("browseragent.step", it.Step),
+		attribute.String("url.full", it.State.URL),
+		attribute.Int("gen_ai.usage.input_tokens", it.Usage.PromptTokens),
+		attribute.Int("gen_ai.usage.output_tokens", it.Usage.CompletionTokens),
+	)
 	if it.Output != nil {
 		step.SetAttributes(attribute.String("browseragent.next_goal", it.Output.NextGoal))
 	}
@@ -120,20 +152,22 @@ func compact(raw json.RawMessage) string {
 }
 
 type model struct {
-	inner  llm.Model
-	tracer oteltrace.Tracer
+	inner llm.Model
+	run   *Run
 }
 
 func (m *model) Name() string { return m.inner.Name() }
 
+// Generate traces one call. The span's parent is the step in progress; the
+// caller's context still carries cancellation to the provider.
 func (m *model) Generate(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	ctx, sp := m.tracer.Start(ctx, "chat "+m.inner.Name(), oteltrace.WithSpanKind(oteltrace.SpanKindClient),
+	_, sp := m.run.tracer.Start(m.run.parent(), "chat "+m.inner.Name(), oteltrace.WithSpanKind(oteltrace.SpanKindClient),
 		oteltrace.WithAttributes(
 			attribute.String("gen_ai.operation.name", "chat"),
 			attribute.String("gen_ai.request.model", m.inner.Name()),
 		))
 	defer sp.End()
-	resp, err := m.inner.Generate(ctx, req)
+	resp, err := m.inner.Generate(oteltrace.ContextWithSpan(ctx, sp), req)
 	if resp != nil {
 		sp.SetAttributes(
 			attribute.String("gen_ai.response.model", resp.Model),

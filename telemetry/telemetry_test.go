@@ -25,6 +25,7 @@ func TestRunSpans(t *testing.T) {
 	defer tp.Shutdown(context.Background())
 
 	ctx, run := Start(context.Background(), tp, "apply for the job", "scripted")
+	run.OnStepStart(ctx, 1)
 	m := run.Model(scripted.New([]scripted.Step{{Actions: []scripted.Action{{Name: "done", Params: map[string]any{"text": "ok", "success": true}}}}}))
 	if _, err := m.Generate(ctx, llm.Request{Messages: []llm.Message{llm.UserMessage(llm.Text("hi"))}}); err != nil {
 		t.Fatal(err)
@@ -48,10 +49,11 @@ func TestRunSpans(t *testing.T) {
 	if !ok || len(spans) != 5 {
 		t.Fatalf("spans: %d %v", len(spans), names(spans))
 	}
-	for _, n := range []string{"chat scripted", "step"} {
-		if byName[n].Parent.SpanID() != root.SpanContext.SpanID() {
-			t.Errorf("%s is not a child of the run span", n)
-		}
+	if byName["step"].Parent.SpanID() != root.SpanContext.SpanID() {
+		t.Error("the step is not a child of the run span")
+	}
+	if byName["chat scripted"].Parent.SpanID() != byName["step"].SpanContext.SpanID() {
+		t.Error("the model call is not a child of its step")
 	}
 	click, input := byName["execute_tool click"], byName["execute_tool input"]
 	if click.Parent.SpanID() != byName["step"].SpanContext.SpanID() {
@@ -80,4 +82,19 @@ func names(ss tracetest.SpanStubs) []string {
 		out = append(out, s.Name)
 	}
 	return out
+}
+
+// Without OnStepStart the step span comes from the recorded times.
+func TestStepWithoutStart(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	_, run := Start(context.Background(), tp, "t", "m")
+	t0 := time.Now().Add(-time.Second)
+	run.OnStepEnd(context.Background(), agent.HistoryItem{Step: 3, StartedAt: t0, EndedAt: t0.Add(500 * time.Millisecond), Error: "model timed out"})
+	run.End(nil, nil)
+	spans := exp.GetSpans()
+	if len(spans) != 2 || spans[0].Name != "step" || !spans[0].StartTime.Equal(t0) || spans[0].Status.Code != codes.Error {
+		t.Fatalf("spans %v", names(spans))
+	}
 }

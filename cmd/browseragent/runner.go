@@ -122,7 +122,11 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 		}()
 		ctx, spans = telemetry.Start(ctx, tp, cfg.task, cfg.model.Name())
 		model = spans.Model(model)
-		onEnd := set.OnStepEnd
+		onStart, onEnd := set.OnStepStart, set.OnStepEnd
+		set.OnStepStart = func(ctx context.Context, n int) {
+			onStart(ctx, n)
+			spans.OnStepStart(ctx, n)
+		}
 		set.OnStepEnd = func(ctx context.Context, it agent.HistoryItem) {
 			onEnd(ctx, it)
 			spans.OnStepEnd(ctx, it)
