@@ -96,7 +96,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 	cases := map[string][]string{
 		"removed line":  append(append([]string{}, lines[:2]...), lines[3:]...),
 		"swapped lines": append(append(append([]string{}, lines[:2]...), lines[3], lines[2]), lines[4:]...),
-		"edited line":   append(append(append([]string{}, lines[:2]...), strings.Replace(lines[2], `"type":"bus"`, `"type":"model"`, 1)), lines[3:]...),
+		"edited line":   append(append(append([]string{}, lines[:2]...), strings.Replace(lines[2], `"time":"2`, `"time":"1`, 1)), lines[3:]...),
 		"not json":      append(append(append([]string{}, lines[:2]...), "garbage"), lines[3:]...),
 	}
 	for name, ls := range cases {
