@@ -99,7 +99,7 @@ func ReapLeftovers() (int, error) {
 	if len(dead) == 0 {
 		return 0, nil
 	}
-	killed := 0
+	var victims []int
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
 		pid, err := strconv.Atoi(p.Name())
@@ -110,24 +110,51 @@ func ReapLeftovers() (int, error) {
 		if err != nil {
 			continue
 		}
-		for _, arg := range bytes.Split(cmdline, []byte{0}) {
-			dir, ok := strings.CutPrefix(string(arg), "--user-data-dir=")
-			if !ok || !dead[filepath.Clean(dir)] {
-				continue
+		if !reapUses(cmdline, dead) {
+			continue
+		}
+		if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		victims = append(victims, pid)
+	}
+	// A killed process may still be writing into the profile for a moment
+	// (the signal is asynchronous): wait until each is gone or a zombie,
+	// then remove, retrying briefly.
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range victims {
+		for time.Now().Before(deadline) {
+			cmd, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+			if err != nil || len(cmd) == 0 {
+				break
 			}
-			if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
-			}
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			killed++
-			break
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	var errs []error
 	for d := range dead {
-		if err := os.RemoveAll(d); err != nil {
+		if err := removeAllRetry(context.Background(), d); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return killed, errors.Join(errs...)
+	return len(victims), errors.Join(errs...)
+}
+
+// reapUses reports whether a process's command line names one of the dead
+// profiles: the browser (--user-data-dir=DIR) and its helpers, such as the
+// crash handler (--database=DIR/Crashpad), which may sit in another group.
+func reapUses(cmdline []byte, dead map[string]bool) bool {
+	for _, arg := range bytes.Split(cmdline, []byte{0}) {
+		a := string(arg)
+		if _, v, ok := strings.Cut(a, "="); ok {
+			a = v
+		}
+		for d := range dead {
+			if a == d || strings.HasPrefix(a, d+string(filepath.Separator)) {
+				return true
+			}
+		}
+	}
+	return false
 }

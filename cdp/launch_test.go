@@ -127,9 +127,6 @@ func TestReapLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "browseragent-owner"), []byte(strconv.Itoa(deadPID)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	// A leftover browser of that dead owner (not started by Launch, so no
 	// Pdeathsig tie to us).
 	args := []string{"--headless=new", "--remote-debugging-port=0", "--user-data-dir=" + dir, "--no-first-run", "--disable-gpu", "about:blank"}
@@ -156,6 +153,11 @@ func TestReapLeftovers(t *testing.T) {
 			t.Fatal("leftover browser did not start")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// Only now mark it as a dead owner's: a Launch in another test binary
+	// running at the same time would otherwise reap it before it started.
+	if err := os.WriteFile(filepath.Join(dir, "browseragent-owner"), []byte(strconv.Itoa(deadPID)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	// A profile whose owner is alive (us) must survive.
 	live, err := os.MkdirTemp("", cdp.ProfilePrefix+"*")
