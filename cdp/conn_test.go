@@ -49,15 +49,7 @@ func TestNavigateAndLoadEvent(t *testing.T) {
 	env := testbrowser.Start(t)
 	ctx := ctxT(t)
 	c := env.Conn
-	tid, err := c.CreateTarget(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseTarget(ctx, tid)
-	sess, err := c.AttachToTarget(ctx, tid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tid, sess := openBlank(t, ctx, env, c)
 	if sess.TargetID() != tid || sess.ID() == "" {
 		t.Fatalf("session ids: %q %q", sess.ID(), sess.TargetID())
 	}
@@ -232,15 +224,7 @@ func TestAttachHookRunsBeforeResume(t *testing.T) {
 	env := testbrowser.Start(t)
 	ctx := ctxT(t)
 	c := env.Conn
-	tid, err := c.CreateTarget(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseTarget(ctx, tid)
-	sess, err := c.AttachToTarget(ctx, tid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sess := openBlank(t, ctx, env, c)
 	if _, err := cdpproto.Call(ctx, sess, page.Enable, page.EnableParams{}); err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +232,7 @@ func TestAttachHookRunsBeforeResume(t *testing.T) {
 	defer attached.Cancel()
 	var mu sync.Mutex
 	hooked := 0
-	err = sess.AutoAttach(ctx, func(ctx context.Context, child *cdp.Session) error {
+	err := sess.AutoAttach(ctx, func(ctx context.Context, child *cdp.Session) error {
 		// A script added while paused runs before the frame's own scripts.
 		_, err := cdpproto.Call(ctx, child, page.AddScriptToEvaluateOnNewDocument,
 			page.AddScriptToEvaluateOnNewDocumentParams{Source: "window.__hooked = 'yes'"})
@@ -302,15 +286,7 @@ func TestDetachAndCloseTarget(t *testing.T) {
 	env := testbrowser.Start(t)
 	ctx := ctxT(t)
 	c := env.Conn
-	tid, err := c.CreateTarget(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseTarget(ctx, tid)
-	sess, err := c.AttachToTarget(ctx, tid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tid, sess := openBlank(t, ctx, env, c)
 	sub := sess.SubscribeEvents()
 	if err := c.DetachFromTarget(ctx, sess); err != nil {
 		t.Fatal(err)
@@ -431,15 +407,7 @@ func TestSubscriptionOverflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	tid, err := c.CreateTarget(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseTarget(ctx, tid)
-	sess, err := c.AttachToTarget(ctx, tid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sess := openBlank(t, ctx, env, c)
 	if _, err := cdpproto.Call(ctx, sess, runtime.Enable, cdpproto.Empty{}); err != nil {
 		t.Fatal(err)
 	}
@@ -615,4 +583,21 @@ func TestKillBrowserFailsCalls(t *testing.T) {
 	if werr := b.Wait(); werr == nil || !strings.Contains(werr.Error(), "killed") {
 		t.Fatalf("Wait: %v", werr)
 	}
+}
+
+// openBlank creates a blank page target and attaches c to it; the test's
+// cleanup closes the target through the shared connection (c may be closed
+// by then).
+func openBlank(t *testing.T, ctx context.Context, env *testbrowser.Env, c *cdp.Conn) (target.ID, *cdp.Session) {
+	t.Helper()
+	tid, err := c.CreateTarget(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Conn.CloseTarget(context.Background(), tid) })
+	sess, err := c.AttachToTarget(ctx, tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tid, sess
 }

@@ -178,15 +178,7 @@ func TestLargeParamIsOneFrame(t *testing.T) {
 			before := len(proxy.dataFrames())
 			var res runtime.EvaluateResult
 			expr := "'" + strings.Repeat("z", tc.size) + "'.length"
-			tid, err := c.CreateTarget(ctx, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.CloseTarget(ctx, tid)
-			sess, err := c.AttachToTarget(ctx, tid)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, sess := openBlank(t, ctx, env, c)
 			if err := sess.Call(ctx, runtime.CommandEvaluate, runtime.EvaluateParams{Expression: expr, ReturnByValue: ptr(true)}, &res); err != nil {
 				t.Fatal(err)
 			}
