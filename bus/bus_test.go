@@ -898,3 +898,58 @@ func TestObserverOrderOnTimeout(t *testing.T) {
 		t.Errorf("phases %s", got)
 	}
 }
+
+// A failed handler's value is its evidence: Call returns it with the error,
+// errors.As reaches the handler's typed error through *HandlerError, and
+// observers get the value in the HandlerFinished record.
+func TestFailedHandlerKeepsValue(t *testing.T) {
+	b := newBus(t)
+	type evidence struct{ Before, After string }
+	type result struct {
+		Verdict  string
+		Evidence evidence
+	}
+	type actionErr struct{ error }
+	kind := Kind[ping, result]{Name: "Act", StopOnError: true}
+	got := make(chan Record, 8)
+	obs := b.Observe(ObserverFunc(func(r Record) {
+		if r.Phase == HandlerFinished {
+			got <- r
+		}
+	}))
+	failed := result{Verdict: "failed", Evidence: evidence{"a", "b"}}
+	mustHandle(t, b, kind, "act", func(context.Context, ping) (result, error) {
+		return failed, actionErr{errors.New("covered")}
+	})
+	v, err := Call(ctxLong(t), b, kind, ping{})
+	var ae actionErr
+	if !errors.As(err, &ae) || v != failed {
+		t.Fatalf("Call = %+v, %v; want the failed value and the typed error", v, err)
+	}
+	var he *HandlerError
+	if !errors.As(err, &he) || he.Handler != "act" {
+		t.Fatalf("error %v is not a *HandlerError", err)
+	}
+	obs.Stop()
+	<-obs.Done()
+	r := <-got
+	if r.Err == nil || r.Value != failed {
+		t.Fatalf("observer record: value %+v, err %v; want both", r.Value, r.Err)
+	}
+
+	// A successful handler's value still wins over an earlier failed one;
+	// a guard's value is never the result.
+	two := Kind[ping, result]{Name: "Two"}
+	mustHandle(t, b, two, "guard", func(context.Context, ping) (result, error) {
+		return result{Verdict: "guard"}, nil
+	}, Guard())
+	mustHandle(t, b, two, "fails", func(context.Context, ping) (result, error) {
+		return result{Verdict: "failed"}, errors.New("x")
+	})
+	mustHandle(t, b, two, "works", func(context.Context, ping) (result, error) {
+		return result{Verdict: "ok"}, nil
+	})
+	if v, err := Call(ctxLong(t), b, two, ping{}); err == nil || v.Verdict != "ok" {
+		t.Fatalf("Call = %+v, %v; want the successful value and the error", v, err)
+	}
+}

@@ -84,15 +84,30 @@ func (r *Result[R]) Err() error {
 	return errors.Join(errs...)
 }
 
-// First returns the value of the first non-guard handler that succeeded, and
-// Err(). A value and an error together mean some handlers failed and one
-// succeeded. If no handler produced a value, the zero R is returned.
+// First returns one value and Err(): the value of the first non-guard
+// handler that succeeded, else the value of the first non-guard handler that
+// ran and failed. A handler may return a value together with its error (a
+// failed action returns its verdict and evidence); First keeps that value,
+// so a caller gets both. A handler the bus gave up on (timeout, cancel) and
+// a skipped one have no value. If no handler produced a value, the zero R is
+// returned.
 func (r *Result[R]) First() (R, error) {
 	err := r.Err()
+	failed := -1
 	for i := range r.handlers {
-		if h := &r.handlers[i]; h.Err == nil && !h.Guard && !h.Skipped {
+		h := &r.handlers[i]
+		if h.Guard || h.Skipped {
+			continue
+		}
+		if h.Err == nil {
 			return h.Value, err
 		}
+		if failed < 0 {
+			failed = i
+		}
+	}
+	if failed >= 0 {
+		return r.handlers[failed].Value, err
 	}
 	var zero R
 	return zero, err
@@ -205,12 +220,10 @@ func (c *call[E, R]) invoke(i int, hc *hctx) bool {
 	}
 	c.res.handlers[i] = HandlerResult[R]{Handler: ent.name, Value: v, Err: err, Duration: d, Guard: ent.guard}
 	if b.observing() {
-		var val any
-		if err == nil {
-			val = v
-		}
+		// The value goes with the error: a failed handler's value is its
+		// evidence (an action's verdict), which the trace must keep.
 		b.emit(Record{Phase: HandlerFinished, Time: hc.start.Add(d), Bus: b.name, EventID: e.id, ParentID: e.parent,
-			Kind: e.kind, Handler: ent.name, Duration: d, Value: val, Err: err})
+			Kind: e.kind, Handler: ent.name, Duration: d, Value: v, Err: err})
 	}
 	return true
 }
@@ -250,7 +263,9 @@ func Emit[E, R any](ctx context.Context, b *Bus, k Kind[E, R], ev E, opts ...Dis
 }
 
 // Call dispatches ev, waits for it under ctx and returns Result.First: the
-// first handler value and the handlers' error (ErrNoHandler if none).
+// first handler value and the handlers' error (ErrNoHandler if none). A
+// failed handler's value is returned with its error, so check the error
+// before trusting the value, and use the value as evidence when it failed.
 func Call[E, R any](ctx context.Context, b *Bus, k Kind[E, R], ev E, opts ...DispatchOption) (R, error) {
 	p := Dispatch(ctx, b, k, ev, opts...)
 	res, err := p.Wait(ctx)

@@ -49,7 +49,7 @@ type Record struct {
 	Handler  string        // handler phases
 	Duration time.Duration // HandlerFinished/HandlerLate: handler run time; Completed: since dispatch
 	Event    any           // Dispatched: the event value
-	Value    any           // HandlerFinished (success) and HandlerLate: the handler's value
+	Value    any           // HandlerFinished and HandlerLate: the handler's value, also when it failed (nil when the bus gave up on it)
 	Err      error         // HandlerFinished/HandlerLate: handler error; Completed: event error or first handler error
 	Handlers int           // Completed: handlers run or skipped
 	Failed   int           // Completed: handlers that failed
