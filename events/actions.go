@@ -1,5 +1,7 @@
 package events
 
+import "fmt"
+
 // ClickElementEvent asks to click an element. Emitted by the agent's click
 // action; handled by the actions watchdog (scroll into view, occlusion test,
 // mouse events, JS fallback), after any approval/policy guard placed first.
@@ -182,3 +184,39 @@ type HoverResult struct {
 
 // Hover hovers an element (15 s; not upstream).
 var Hover = guard[HoverEvent, HoverResult]("Hover", 15*sec)
+
+// EvaluateEvent asks to run JavaScript in the focused tab's main frame (the
+// model's evaluate action). The expression may return a promise, which is
+// awaited; it runs with a user gesture. Emitted by the agent; handled by the
+// actions watchdog, after any approval or policy guard placed first.
+type EvaluateEvent struct {
+	Code string
+	// MaxResultBytes caps the JSON text of the result; 0 means
+	// DefaultEvaluateResultBytes.
+	MaxResultBytes int
+}
+
+// DefaultEvaluateResultBytes caps an evaluation's result text.
+const DefaultEvaluateResultBytes = 20000
+
+// Summary implements bus.Summarizer (the code's length only: traces stay
+// small and page scripts may hold data the trace should not).
+func (e EvaluateEvent) Summary() string {
+	return fmt.Sprintf("evaluate %d bytes of JavaScript", len(e.Code))
+}
+
+// EvaluateResult is the expression's value as JSON text ("undefined" for
+// undefined), capped, with the action's outcome.
+type EvaluateResult struct {
+	Value     string
+	Truncated bool
+	Outcome   ActionOutcome
+}
+
+// Summary implements bus.Summarizer.
+func (r EvaluateResult) Summary() string {
+	return fmt.Sprintf("%d bytes, %s", len(r.Value), r.Outcome.Summary())
+}
+
+// Evaluate runs page JavaScript (30 s). Its chain stops at the first error.
+var Evaluate = guard[EvaluateEvent, EvaluateResult]("Evaluate", 30*sec)

@@ -2,9 +2,11 @@ package events
 
 import "fmt"
 
-// ElementRef identifies a DOM node directly, for embedders that hold one
-// (for example from their own perception). Element-targeting events accept
-// it instead of an Index.
+// ElementRef is the address of a DOM node: the node, the target (tab or
+// cross-site iframe) and the CDP session it was observed in, and its frame.
+// It is the one element address of the runtime: an observation's
+// ElementInfo carries it, and element-targeting events accept it instead of
+// an Index (for embedders with perception of their own).
 type ElementRef struct {
 	BackendNodeID int64
 	TargetID      string
@@ -71,3 +73,55 @@ const (
 	ButtonRight  MouseButton = "right"
 	ButtonMiddle MouseButton = "middle"
 )
+
+// ActionError is the error of an action that failed. Action handlers return
+// it together with their result, whose Outcome is the same: Verdict failed,
+// the evidence read before and after (empty when the action failed before it
+// touched the page) and Detail. The bus wraps it in a *bus.HandlerError;
+// errors.As reaches it, so a caller that kept only the error still has the
+// evidence:
+//
+//	var ae *events.ActionError
+//	if errors.As(err, &ae) { log(ae.Outcome.Before, ae.Outcome.After) }
+//
+// Err is the cause; errors.Is looks through to it (for example
+// ErrElementNotFound-style sentinels of the session). Error returns the
+// cause's text alone: it is written for the model.
+type ActionError struct {
+	Action  string        // the event kind, e.g. "ClickElement"
+	Outcome ActionOutcome // Verdict is VerdictFailed
+	Err     error
+}
+
+func (e *ActionError) Error() string {
+	if e.Err == nil {
+		return e.Action + " failed"
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *ActionError) Unwrap() error { return e.Err }
+
+// PageFingerprint is a cheap summary of a page, read in one round trip
+// before and after every action: its URL, the number of structural
+// mutations (elements added or removed) since the document loaded, and its
+// element count. Two fingerprints differ when the page navigated or
+// re-rendered; text changes alone do not count.
+type PageFingerprint struct {
+	URL       string `json:"url"`
+	Mutations int64  `json:"mutations"`
+	Elements  int64  `json:"elements"`
+	Title     string `json:"title"`
+}
+
+// String is the compact form used in evidence and traces.
+func (f PageFingerprint) String() string {
+	return fmt.Sprintf("%s#m%d/e%d", f.URL, f.Mutations, f.Elements)
+}
+
+// Changed reports whether the page navigated or its structure changed
+// between f and g.
+func (f PageFingerprint) Changed(g PageFingerprint) bool {
+	return f.URL != g.URL || f.Mutations != g.Mutations || f.Elements != g.Elements
+}

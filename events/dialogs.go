@@ -17,11 +17,15 @@ type DialogOpenedEvent struct {
 var DialogOpened = def[DialogOpenedEvent, None]("DialogOpened", 300*sec)
 
 // DialogHandledEvent reports how a dialog was answered (beyond upstream, for
-// the audit trace). Emitted by the popups watchdog.
+// the audit trace). Emitted by the popups watchdog when it decided, before
+// the answer reaches the page, so that the action that opened the dialog
+// completes after it; handled by the DOM watchdog (ClosedDialogs of the next
+// observation) and the trace.
 type DialogHandledEvent struct {
 	TargetID   string
 	Type       string
 	Message    string
+	URL        string // the URL of the frame that opened it
 	Accepted   bool
 	PromptText string
 	DecidedBy  string // policy name

@@ -36,7 +36,6 @@ type FileDownloadedEvent struct {
 	Size         int64
 	FileType     string
 	MIMEType     string
-	FromCache    bool
 	AutoDownload bool
 }
 

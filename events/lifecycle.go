@@ -2,44 +2,11 @@ package events
 
 import "time"
 
-// BrowserStartEvent asks to start the browser: launch a local one, or
-// connect to CDPURL. Emitted by Session.Start; handled by the Session (and
-// the launcher watchdog for local browsers), which emits BrowserConnected.
-type BrowserStartEvent struct {
-	CDPURL string // "" = launch locally
-}
-
-// BrowserStartResult is the endpoint in use.
-type BrowserStartResult struct {
-	CDPURL string
-}
-
-// BrowserStart starts or connects (30 s).
-var BrowserStart = def[BrowserStartEvent, BrowserStartResult]("BrowserStart", 30*sec)
-
-// BrowserLaunchEvent asks the launcher to start a local browser process.
-// Emitted by the Session during BrowserStart; handled by the launcher.
-type BrowserLaunchEvent struct{}
-
-// BrowserLaunchResult is the launched browser's endpoint.
-type BrowserLaunchResult struct {
-	CDPURL string
-	PID    int
-}
-
-// BrowserLaunch launches a local browser (30 s).
-var BrowserLaunch = def[BrowserLaunchEvent, BrowserLaunchResult]("BrowserLaunch", 30*sec)
-
-// BrowserKillEvent asks the launcher to end the local browser process.
-// Emitted by the Session during BrowserStop; handled by the launcher.
-type BrowserKillEvent struct{}
-
-// BrowserKill kills the local browser (30 s).
-var BrowserKill = def[BrowserKillEvent, None]("BrowserKill", 30*sec)
-
-// BrowserStopEvent asks to stop the browser (Force: do not save state or
-// wait). Emitted by Session.Stop; handled by the storage-state, recording
-// and launcher watchdogs and the Session, which emits BrowserStopped.
+// BrowserStopEvent asks the watchdogs to finish their work before the
+// session stops (Force: do not save state or wait). Dispatched and awaited by
+// Session.Stop while the browser is still connected; handled by the
+// storage-state watchdog (saves state) and the permissions watchdog (resets
+// what it granted). The Session then dispatches BrowserStopped.
 type BrowserStopEvent struct {
 	Force bool
 }
@@ -47,8 +14,9 @@ type BrowserStopEvent struct {
 // BrowserStop stops (45 s).
 var BrowserStop = def[BrowserStopEvent, None]("BrowserStop", 45*sec)
 
-// BrowserStoppedEvent reports that the browser is stopped. Emitted by the
-// Session; handled by watchdogs that release resources.
+// BrowserStoppedEvent reports that the session is stopping: the last event
+// before the bus closes. Dispatched and awaited by Session.Stop after
+// BrowserStop; for observers and audits (Reason says why).
 type BrowserStoppedEvent struct {
 	Reason string
 }

@@ -20,10 +20,17 @@ const (
 // then by the Session, which navigates and emits NavigationStarted/Complete
 // (and TabCreated/SwitchTab for NewTab).
 type NavigateToURLEvent struct {
-	URL       string
-	NewTab    bool
-	WaitUntil WaitUntil     // "" = load
-	Timeout   time.Duration // page load budget; 0 = the session's default
+	URL    string
+	NewTab bool
+	// WaitUntil is how far the page must get before the navigation returns:
+	// WaitCommit (the document committed), WaitDOMContentLoaded, WaitLoad
+	// (the default: load, then a short settle or network idle) or
+	// WaitNetworkIdle. A page that does not get there within Timeout is
+	// reported as still loading, not as an error.
+	WaitUntil WaitUntil
+	// Timeout is the page-load budget after the commit; 0 = the session
+	// profile's (NavigationTimeout, or the same-site/cross-site waits).
+	Timeout time.Duration
 }
 
 // NavigateResult is where the navigation ended.
@@ -65,15 +72,15 @@ type NavigationCompleteEvent struct {
 var NavigationComplete = def[NavigationCompleteEvent, None]("NavigationComplete", 30*sec)
 
 // GoBackEvent asks to go back in the focused tab's history. Emitted by the
-// agent's go_back action; handled by the actions watchdog.
+// agent's go_back action; handled by the Session.
 type GoBackEvent struct{}
 
 // GoForwardEvent asks to go forward in the focused tab's history. Emitted by
-// the agent; handled by the actions watchdog.
+// the agent; handled by the Session.
 type GoForwardEvent struct{}
 
 // RefreshEvent asks to reload the focused tab. Emitted by the agent; handled
-// by the actions watchdog.
+// by the Session.
 type RefreshEvent struct{}
 
 // HistoryResult is the outcome of GoBack, GoForward and Refresh.

@@ -5,10 +5,12 @@ import (
 	"time"
 )
 
-// ScreenshotEvent asks for a PNG of the focused tab. Emitted by the agent
-// and by the DOM watchdog for BrowserState; handled by the screenshot
-// watchdog.
+// ScreenshotEvent asks for a PNG of a tab. Emitted by the agent and by the
+// DOM watchdog, which dispatches it as a child of BrowserStateRequest (so
+// the image in a BrowserState comes from whichever watchdog answers
+// Screenshot); handled by the screenshot watchdog.
 type ScreenshotEvent struct {
+	TargetID string // the tab; "" = the focused tab
 	FullPage bool
 	Clip     *Rect // page coordinates; nil = viewport (or full page)
 }
@@ -34,24 +36,21 @@ var Screenshot = def[ScreenshotEvent, ScreenshotResult]("Screenshot", 15*sec)
 // Emitted by the agent at each step; handled by the DOM watchdog (DOM,
 // selector map; it dispatches Screenshot as a child when asked).
 type BrowserStateRequestEvent struct {
-	IncludeDOM          bool // upstream default true: callers set it
-	IncludeScreenshot   bool
-	IncludeRecentEvents bool
+	IncludeDOM        bool // upstream default true: callers set it
+	IncludeScreenshot bool
 }
 
-// ElementInfo is one indexed (interactive) element of an observation.
+// ElementInfo is one indexed (interactive) element of an observation: its
+// address (ElementRef) and what the model was told about it.
 type ElementInfo struct {
-	Index         int
-	BackendNodeID int64
-	TargetID      string
-	SessionID     string
-	FrameID       string
-	Tag           string
-	Role          string
-	Name          string // accessible name
-	Attributes    map[string]string
-	XPath         string
-	Bounds        *Rect // viewport coordinates, nil if unknown
+	Index int
+	ElementRef
+	Tag        string
+	Role       string
+	Name       string // accessible name
+	Attributes map[string]string
+	XPath      string
+	Bounds     *Rect // viewport coordinates, nil if unknown
 }
 
 // PageInfo is the page geometry of an observation.
@@ -112,3 +111,22 @@ func (s BrowserState) Summary() string {
 
 // BrowserStateRequest asks for an observation (30 s).
 var BrowserStateRequest = def[BrowserStateRequestEvent, BrowserState]("BrowserStateRequest", 30*sec)
+
+// PageTextEvent asks for a tab's visible text (document.body.innerText),
+// read fresh from the page (never a cached tree, so a click followed by
+// extract reads the page after the click). Emitted by the agent's extract
+// action; handled by the DOM watchdog.
+type PageTextEvent struct {
+	TargetID string // "" = the focused tab
+}
+
+// PageTextResult is a page's text.
+type PageTextResult struct {
+	URL, Title, Text string
+}
+
+// Summary implements bus.Summarizer (no page text in traces).
+func (r PageTextResult) Summary() string { return fmt.Sprintf("%s: %d chars", r.URL, len(r.Text)) }
+
+// PageText reads a page's text (30 s).
+var PageText = def[PageTextEvent, PageTextResult]("PageText", 30*sec)
