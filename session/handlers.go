@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	cdpproto "github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"go.uber.org/zap"
 
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
 )
 
 // HandlerName is the name of the session's own handlers on the bus. A policy
@@ -70,6 +69,14 @@ func (s *Session) evidence(ctx context.Context) events.Evidence {
 
 func (s *Session) onNavigate(ctx context.Context, ev events.NavigateToURLEvent) (events.NavigateResult, error) {
 	var res events.NavigateResult
+	switch ev.WaitUntil {
+	case "", events.WaitLoad, events.WaitDOMContentLoaded, events.WaitNetworkIdle, events.WaitCommit:
+	default:
+		return res, fmt.Errorf("%w: WaitUntil %q (want load, domcontentloaded, networkidle or commit)", ErrNavigation, ev.WaitUntil)
+	}
+	if ev.Timeout < 0 {
+		return res, fmt.Errorf("%w: negative Timeout %v", ErrNavigation, ev.Timeout)
+	}
 	before := s.evidence(ctx)
 	id := target.ID(before.FocusedTarget)
 	if ev.NewTab {
@@ -87,7 +94,7 @@ func (s *Session) onNavigate(ctx context.Context, ev events.NavigateToURLEvent) 
 		return res, ErrNoTab
 	}
 	report(ctx, s, events.NavigationStarted, events.NavigationStartedEvent{TargetID: string(id), URL: ev.URL})
-	out, err := s.navigateTab(ctx, id, ev.URL)
+	out, err := s.navigateTab(ctx, id, ev.URL, ev.WaitUntil, ev.Timeout)
 	complete := events.NavigationCompleteEvent{TargetID: string(id), URL: out.URL, LoadingStatus: out.Loading}
 	if err != nil {
 		complete.ErrorMessage = err.Error()
@@ -221,11 +228,7 @@ func (s *Session) waitLoaded(ctx context.Context, id target.ID, bound time.Durat
 	defer cancel()
 	for {
 		var state string
-		res, err := cdpproto.Call(wait, cs, runtime.Evaluate, runtime.EvaluateParams{Expression: "document.readyState", ReturnByValue: ptr(true)})
-		if err == nil && res.Result != nil {
-			_ = unmarshalValue(res.Result.Value, &state)
-		}
-		if state == "complete" {
+		if err := pagejs.Evaluate(wait, cs, "document.readyState", &state); err == nil && state == "complete" {
 			return
 		}
 		select {

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 
 	"github.com/browseragent/browseragent/cdp"
+	"github.com/browseragent/browseragent/events"
 )
 
 // navOutcome is what a navigation reports.
@@ -84,9 +85,9 @@ func (s *Session) openTab(ctx context.Context) (target.ID, error) {
 	return id, nil
 }
 
-// navigateTab loads rawURL in the tab and waits, within the readiness bound,
-// for the page to load and the network to settle.
-func (s *Session) navigateTab(ctx context.Context, id target.ID, rawURL string) (navOutcome, error) {
+// navigateTab loads rawURL in the tab and waits, within the readiness bound
+// (budget, else the profile's), until the page reached until.
+func (s *Session) navigateTab(ctx context.Context, id target.ID, rawURL string, until events.WaitUntil, budget time.Duration) (navOutcome, error) {
 	out := navOutcome{TargetID: string(id), URL: rawURL}
 	cs, err := s.PageSession(string(id))
 	if err != nil {
@@ -107,18 +108,27 @@ func (s *Session) navigateTab(ctx context.Context, id target.ID, rawURL string) 
 	if res.ErrorText != "" {
 		return out, &NavigationError{URL: rawURL, ErrorText: res.ErrorText}
 	}
+	if budget <= 0 {
+		budget = s.loadWait(from, rawURL)
+	}
 	if res.LoaderID != "" {
-		out.Loading = waitReady(ctx, lc, string(res.LoaderID), "", s.loadWait(from, rawURL))
+		out.Loading = waitReady(ctx, lc, string(res.LoaderID), "", until, budget)
 	}
 	out.URL = s.currentURL(ctx, cs, rawURL)
 	return out, nil
 }
 
-// waitReady waits for the lifecycle of one load: done at networkIdle, or a
-// short settle after load. loaderID, when set, selects the load; otherwise
-// frameID (the main frame) does. It returns "" when ready, or a description of
-// why it stopped waiting.
-func waitReady(ctx context.Context, lc *cdp.Subscription, loaderID, frameID string, bound time.Duration) string {
+// waitReady waits for the lifecycle of one load until it reached until:
+// for WaitLoad ("" too), networkIdle or a short settle after load; for
+// WaitDOMContentLoaded, DOMContentLoaded; for WaitNetworkIdle, networkIdle
+// (a page that loaded but never went idle is ready at the bound); for
+// WaitCommit, nothing (the navigation committed when it returned).
+// loaderID, when set, selects the load; otherwise frameID (the main frame)
+// does. It returns "" when ready, or a description of why it stopped waiting.
+func waitReady(ctx context.Context, lc *cdp.Subscription, loaderID, frameID string, until events.WaitUntil, bound time.Duration) string {
+	if until == events.WaitCommit {
+		return ""
+	}
 	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
 	var settle <-chan time.Time
@@ -154,10 +164,16 @@ func waitReady(ctx context.Context, lc *cdp.Subscription, loaderID, frameID stri
 			switch e.Name {
 			case "networkIdle":
 				return ""
+			case "DOMContentLoaded":
+				if until == events.WaitDOMContentLoaded {
+					return ""
+				}
 			case "load":
 				if !loaded {
 					loaded = true
-					settle = time.After(500 * time.Millisecond)
+					if until != events.WaitNetworkIdle {
+						settle = time.After(500 * time.Millisecond)
+					}
 				}
 			}
 		}
@@ -206,7 +222,7 @@ func (s *Session) historyStep(ctx context.Context, id target.ID, delta int) (nav
 		return out, fmt.Errorf("session: history navigation: %w", err)
 	}
 	if !sameDocument(from, to) {
-		out.Loading = waitReady(ctx, lc, "", string(id), s.loadWait(from, to))
+		out.Loading = waitReady(ctx, lc, "", string(id), events.WaitLoad, s.loadWait(from, to))
 	}
 	out.URL = s.currentURL(ctx, cs, to)
 	return out, nil
@@ -225,7 +241,7 @@ func (s *Session) reloadTab(ctx context.Context, id target.ID) (navOutcome, erro
 	if _, err := cdpproto.Call(ctx, cs, page.Reload, page.ReloadParams{}); err != nil {
 		return out, fmt.Errorf("session: reload: %w", err)
 	}
-	out.Loading = waitReady(ctx, lc, "", string(id), s.loadWait(from, from))
+	out.Loading = waitReady(ctx, lc, "", string(id), events.WaitLoad, s.loadWait(from, from))
 	out.URL = s.currentURL(ctx, cs, from)
 	return out, nil
 }

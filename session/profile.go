@@ -72,10 +72,10 @@ type Profile struct {
 	NavigationTimeout time.Duration
 	// SameSiteLoadWait default 3 s; CrossSiteLoadWait default 8 s.
 	SameSiteLoadWait, CrossSiteLoadWait time.Duration
-	// WaitBetweenActions is the pause after each action. Default 100 ms.
-	WaitBetweenActions time.Duration
 	// EventTimeouts overrides the default timeout of events by name, e.g.
-	// {"ClickElement": 30 * time.Second}.
+	// {"ClickElement": 30 * time.Second}. Names must be catalog events and
+	// durations >= 0 (0: no override); Start fails with an error wrapping
+	// events.ErrUnknownKind or events.ErrBadTimeout otherwise.
 	EventTimeouts map[string]time.Duration
 }
 
@@ -85,7 +85,6 @@ const (
 	DefaultViewportHeight     = 800
 	DefaultSameSiteLoadWait   = 3 * time.Second
 	DefaultCrossSiteLoadWait  = 8 * time.Second
-	DefaultWaitBetweenActions = 100 * time.Millisecond
 )
 
 // withDefaults returns p with every zero field set to its default.
@@ -104,9 +103,6 @@ func (p Profile) withDefaults() Profile {
 	}
 	if p.CrossSiteLoadWait <= 0 {
 		p.CrossSiteLoadWait = DefaultCrossSiteLoadWait
-	}
-	if p.WaitBetweenActions <= 0 {
-		p.WaitBetweenActions = DefaultWaitBetweenActions
 	}
 	return p
 }

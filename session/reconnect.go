@@ -28,8 +28,10 @@ var ErrReconnectUnsupported = errors.New("session: cannot reconnect: the launche
 //
 // ctx bounds the whole call. Reconnect on a healthy connection is a no-op.
 func (s *Session) Reconnect(ctx context.Context) error {
-	s.lifeMu.Lock()
-	defer s.lifeMu.Unlock()
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
 	s.mu.Lock()
 	running, old, browser := s.running, s.conn, s.browser
 	s.mu.Unlock()

@@ -60,7 +60,7 @@ func (s *Session) Resolve(t events.Target) (events.ElementRef, *cdp.Session, err
 		if err != nil {
 			return ref, nil, err
 		}
-		ref = events.ElementRef{BackendNodeID: el.BackendNodeID, TargetID: el.TargetID, SessionID: el.SessionID, FrameID: el.FrameID}
+		ref = el.ElementRef
 	}
 	if ref.BackendNodeID == 0 {
 		return ref, nil, fmt.Errorf("%w: element %d has no node id", ErrElementNotFound, t.Index)

@@ -26,6 +26,7 @@ import (
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/follow"
 )
 
 // Option configures a Session.
@@ -82,8 +83,10 @@ type Session struct {
 	busOpts   []bus.Option
 	busHooks  []func(*bus.Bus)
 
-	// lifeMu serialises Start, Stop and Restart.
-	lifeMu sync.Mutex
+	// life serialises Start, Stop, Restart and Reconnect: a one-slot
+	// semaphore, so that waiting for it honours a context (a reconnect
+	// attempt cancelled by Stop must not wait for Stop to finish).
+	life chan struct{}
 
 	mu       sync.Mutex
 	running  bool
@@ -125,7 +128,7 @@ type tab struct {
 
 // New returns a stopped session for the profile. Nothing starts until Start.
 func New(p Profile, opts ...Option) *Session {
-	s := &Session{profile: p.withDefaults(), log: zap.NewNop()}
+	s := &Session{profile: p.withDefaults(), log: zap.NewNop(), life: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -190,8 +193,10 @@ func (s *Session) AddTargetHook(h TargetHook) (remove func()) {
 // permissions granted before Start returns). On error everything begun is
 // undone. ctx bounds the start; cancelling it later does not stop the session.
 func (s *Session) Start(ctx context.Context) (err error) {
-	s.lifeMu.Lock()
-	defer s.lifeMu.Unlock()
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
 	s.mu.Lock()
 	if s.running {
 		s.mu.Unlock()
@@ -199,7 +204,11 @@ func (s *Session) Start(ctx context.Context) (err error) {
 	}
 	s.mu.Unlock()
 
-	b := bus.New(append([]bus.Option{bus.WithTimeouts(s.profile.EventTimeouts)}, s.busOpts...)...)
+	timeouts, err := events.Timeouts(s.profile.EventTimeouts).Option()
+	if err != nil {
+		return fmt.Errorf("session: Profile.EventTimeouts: %w", err)
+	}
+	b := bus.New(append([]bus.Option{timeouts}, s.busOpts...)...)
 	for _, fn := range s.busHooks {
 		fn(b)
 	}
@@ -303,11 +312,15 @@ func (s *Session) connect(ctx context.Context) error {
 	return s.discover(ctx, conn)
 }
 
-// attachConn starts the target tracker on a new connection.
+// attachConn starts the target tracker on a new connection. It subscribes
+// before discovery starts, so no target event is missed.
 func (s *Session) attachConn(conn *cdp.Conn) {
 	sub := conn.SubscribeEvents(trackedEvents...)
+	s.mu.Lock()
+	stop := s.stopCh
+	s.mu.Unlock()
 	s.wg.Add(1)
-	go s.track(sub, conn)
+	go s.track(stop, sub, conn)
 }
 
 // discover turns on target discovery and auto-attach: every tab and
@@ -543,28 +556,57 @@ func (s *Session) waitTabReady(ctx context.Context, id target.ID) error {
 	}
 }
 
-// track keeps the tab model current from target events until Stop.
-func (s *Session) track(sub *cdp.Subscription, conn *cdp.Conn) {
+// track keeps the tab model current from target events until Stop (or
+// until the connection ends: the crash watchdog reports that, Reconnect
+// starts a new tracker). If it falls behind, it resynchronises the tab
+// model from Target.getTargets.
+func (s *Session) track(stop <-chan struct{}, sub *cdp.Subscription, conn *cdp.Conn) {
 	defer s.wg.Done()
-	defer sub.Cancel()
-	for {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
 		select {
-		case <-s.stopCh:
-			return
-		case ev, ok := <-sub.C():
-			if !ok {
-				if !errors.Is(sub.Err(), cdp.ErrSubscriptionOverflow) {
-					// Cancelled, or the connection ended: the crash watchdog
-					// reports the loss, Reconnect starts a new tracker.
-					return
-				}
-				// Fell behind: subscribe again; the tab model may miss a title.
-				s.log.Warn("target tracker overflowed; resubscribing")
-				sub = conn.SubscribeEvents(trackedEvents...)
-				continue
-			}
-			s.handleTargetEvent(ev)
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
 		}
+	}()
+	_ = follow.Run(ctx, sub, func() *cdp.Subscription { return conn.SubscribeEvents(trackedEvents...) },
+		s.handleTargetEvent, follow.Options{Name: "session target tracker", Logger: s.log, Resync: s.resyncTabs})
+}
+
+// resyncTabs reconciles the tab model with the browser after target events
+// were lost: titles and URLs are refreshed, and tabs that no longer exist
+// are removed (and reported) as if their destruction had been seen.
+func (s *Session) resyncTabs(ctx context.Context) {
+	conn := s.Conn()
+	if conn == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := cdpproto.Call(cctx, conn.Browser(), target.GetTargets, target.GetTargetsParams{})
+	if err != nil {
+		s.log.Warn("session: resynchronising tabs", zap.Error(err))
+		return
+	}
+	alive := map[target.ID]bool{}
+	s.mu.Lock()
+	for _, ti := range res.TargetInfos {
+		alive[ti.TargetID] = true
+		if t := s.tabs[ti.TargetID]; t != nil {
+			t.url, t.title = ti.URL, ti.Title
+		}
+	}
+	var gone []target.ID
+	for id := range s.tabs {
+		if !alive[id] {
+			gone = append(gone, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range gone {
+		s.tabGone(id)
 	}
 }
 
@@ -685,8 +727,10 @@ func emit[E, R any](ctx context.Context, s *Session, k bus.Kind[E, R], ev E) {
 // connected to is left running; the tabs the session created are closed and
 // the others left as they were. Stop on a stopped session returns nil.
 func (s *Session) Stop(ctx context.Context) error {
-	s.lifeMu.Lock()
-	defer s.lifeMu.Unlock()
+	if err := s.lock(ctx); err != nil {
+		return fmt.Errorf("session: stop: %w", err)
+	}
+	defer s.unlock()
 	s.mu.Lock()
 	running := s.running
 	s.mu.Unlock()
@@ -695,6 +739,18 @@ func (s *Session) Stop(ctx context.Context) error {
 	}
 	return s.teardown(ctx, true)
 }
+
+// lock takes the lifecycle lock, or returns ctx's error.
+func (s *Session) lock(ctx context.Context) error {
+	select {
+	case s.life <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Session) unlock() { <-s.life }
 
 // Restart stops the session and starts it again with the same profile and
 // watchdogs.
@@ -720,6 +776,15 @@ func (s *Session) teardown(ctx context.Context, graceful bool) error {
 	if graceful && b != nil && conn != nil && conn.Err() == nil {
 		if _, err := bus.Call(ctx, b, events.BrowserStop, events.BrowserStopEvent{}); err != nil && !errors.Is(err, bus.ErrNoHandler) {
 			errs = append(errs, fmt.Errorf("BrowserStop: %w", err))
+		}
+	}
+	if graceful && b != nil {
+		reason := "stopped"
+		if conn != nil && conn.Err() != nil {
+			reason = "stopped after the connection ended: " + conn.Err().Error()
+		}
+		if _, err := bus.Call(ctx, b, events.BrowserStopped, events.BrowserStoppedEvent{Reason: reason}); err != nil && !errors.Is(err, bus.ErrNoHandler) {
+			errs = append(errs, fmt.Errorf("BrowserStopped: %w", err))
 		}
 	}
 	s.mu.Lock()

@@ -302,7 +302,7 @@ func TestStaleIndexIsAnError(t *testing.T) {
 	if !errors.As(err, &nf) || !errors.Is(err, session.ErrElementNotFound) || nf.MapSize != 0 {
 		t.Fatalf("Element on empty map = %v", err)
 	}
-	s.SetSelectorMap(&session.SelectorMap{Elements: map[int]events.ElementInfo{3: {Index: 3, BackendNodeID: 3}}})
+	s.SetSelectorMap(&session.SelectorMap{Elements: map[int]events.ElementInfo{3: {Index: 3, ElementRef: events.ElementRef{BackendNodeID: 3}}}})
 	if _, err := s.Element(7); !errors.As(err, &nf) || nf.MapSize != 1 || !strings.Contains(err.Error(), "again") {
 		t.Fatalf("Element(7) = %v", err)
 	}
@@ -355,5 +355,91 @@ func TestViewportFollowsProfile(t *testing.T) {
 	}
 	if len(size) != 2 || size[0] != 1000 || size[1] != 640 {
 		t.Fatalf("viewport %v, want the profile's 1000x640", size)
+	}
+}
+
+// NavigateToURLEvent.WaitUntil and Timeout decide how far the page must get
+// before the navigation returns; a page that does not get there in time is
+// reported as loading, not as an error.
+func TestNavigateWaitUntilAndTimeout(t *testing.T) {
+	s, env := start(t, session.Profile{})
+	ctx := ctxT(t)
+	readyState := func() string {
+		var st string
+		cs, err := s.PageSession("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := testbrowser.Eval(cs, "document.readyState", &st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	u := env.URL("/slow-load.html")
+	for _, until := range []events.WaitUntil{events.WaitCommit, events.WaitDOMContentLoaded} {
+		res, err := bus.Call(ctx, s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: u, WaitUntil: until})
+		if err != nil {
+			t.Fatalf("%s: %v", until, err)
+		}
+		if st := readyState(); st == "complete" {
+			t.Fatalf("%s: returned after the load event (readyState %s)", until, st)
+		}
+		if until == events.WaitDOMContentLoaded && readyState() != "interactive" {
+			t.Fatalf("%s: readyState %q, want interactive", until, readyState())
+		}
+		if res.Outcome.Detail != "" {
+			t.Fatalf("%s: reached, but detail says %q", until, res.Outcome.Detail)
+		}
+	}
+	res, err := bus.Call(ctx, s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: u, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Outcome.Detail, "still loading after 300ms") {
+		t.Fatalf("a load past the Timeout: detail %q, want it reported as still loading", res.Outcome.Detail)
+	}
+	if _, err := bus.Call(ctx, s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: u, WaitUntil: "whenever"}); !errors.Is(err, session.ErrNavigation) {
+		t.Fatalf("unknown WaitUntil = %v, want ErrNavigation", err)
+	}
+	// Leave the slow page so that its image request ends with the test.
+	navigate(t, s, "about:blank", false)
+}
+
+func TestBadEventTimeoutsFailStart(t *testing.T) {
+	env := testbrowser.Start(t)
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), EventTimeouts: map[string]time.Duration{"ClickElemnt": time.Second}})
+	err := s.Start(ctxT(t))
+	if !errors.Is(err, events.ErrUnknownKind) || !strings.Contains(err.Error(), "ClickElemnt") {
+		t.Fatalf("Start with a misspelt timeout = %v, want ErrUnknownKind naming it", err)
+	}
+	if s.Running() {
+		t.Fatal("session runs after a failed Start")
+	}
+}
+
+func TestStopReportsBrowserStopped(t *testing.T) {
+	env := testbrowser.Start(t)
+	got := make(chan string, 1)
+	w := session.NewWatchdog("stopped-recorder", func(s *session.Session) error {
+		_, err := bus.Handle(s.Bus(), events.BrowserStopped, "stopped-recorder", func(_ context.Context, ev events.BrowserStoppedEvent) (events.None, error) {
+			got <- ev.Reason
+			return events.None{}, nil
+		})
+		return err
+	})
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, session.WithWatchdogs(w))
+	if err := s.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		if r != "stopped" {
+			t.Fatalf("reason %q", r)
+		}
+	default:
+		t.Fatal("BrowserStopped was not dispatched before Stop returned")
 	}
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 
+	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/cdp"
 )
 
@@ -65,3 +66,32 @@ type AttachedTarget struct {
 // navigation that created the target). An error is logged and the target
 // still resumes; a hook that must stop the target closes it itself.
 type TargetHook func(ctx context.Context, t AttachedTarget) error
+
+// NewWatchdog returns a Watchdog named name whose Attach calls attach: the
+// short form for a watchdog that only registers handlers and starts
+// nothing (so it needs no Detach).
+func NewWatchdog(name string, attach func(*Session) error) Watchdog {
+	return funcWatchdog{name: name, attach: attach}
+}
+
+type funcWatchdog struct {
+	name   string
+	attach func(*Session) error
+}
+
+func (w funcWatchdog) Name() string            { return w.name }
+func (w funcWatchdog) Attach(s *Session) error { return w.attach(s) }
+
+// Handle registers h for kind k on the session's current bus under name
+// (the watchdog's name, so that traces and bus.Before/After can name it):
+// the call a Watchdog's Attach makes for each event it handles. It fails
+// with ErrNotStarted when the session has no bus yet, and with the bus's
+// errors (bus.ErrDuplicateHandler, bus.ErrKindMismatch, ...).
+func Handle[E, R any](s *Session, k bus.Kind[E, R], name string, h func(context.Context, E) (R, error), opts ...bus.HandleOption) error {
+	b := s.Bus()
+	if b == nil {
+		return ErrNotStarted
+	}
+	_, err := bus.Handle(b, k, name, h, opts...)
+	return err
+}
