@@ -1,6 +1,9 @@
 package dom
 
 import (
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -354,5 +357,70 @@ func TestIframeBelowViewportHints(t *testing.T) {
 	}
 	if strings.Contains(res.Text, "Hidden link") {
 		t.Fatal("CSS-hidden elements are not hinted")
+	}
+}
+
+// naiveXPath is the definition XPaths must agree with: scan the siblings
+// for every element.
+func naiveXPath(n *Node) string {
+	var segs []string
+	for c := n; c != nil; c = c.Parent {
+		if c.Type == DocumentFragmentNode {
+			continue
+		}
+		if c.Type != ElementNode {
+			break
+		}
+		seg := c.Tag
+		if p := c.Parent; p != nil {
+			same, pos := 0, 0
+			for _, s := range p.Children {
+				if s.Type == ElementNode && s.Tag == c.Tag {
+					same++
+					if s == c {
+						pos = same
+					}
+				}
+			}
+			if same > 1 && pos > 0 {
+				seg += "[" + strconv.Itoa(pos) + "]"
+			}
+		}
+		segs = append(segs, seg)
+		if c.Parent != nil && c.Parent.Type == ElementNode && (c.Parent.Tag == "iframe" || c.Parent.Tag == "frame") {
+			break
+		}
+	}
+	slices.Reverse(segs)
+	return strings.Join(segs, "/")
+}
+
+// TestXPathsMatchTheDefinition checks the memoised XPaths against the
+// naive definition on every element of the recorded pages (shadow roots
+// and iframes included), sharing one XPaths across the tree.
+func TestXPathsMatchTheDefinition(t *testing.T) {
+	for _, name := range []string{"live_basic", "shop"} {
+		in, err := LoadPageInput(filepath.Join("testdata", name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree, err := Build(in, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		xp := NewXPaths()
+		n := 0
+		tree.Walk(func(nd *Node) bool {
+			if nd.IsElement() {
+				n++
+				if got, want := xp.Of(nd), naiveXPath(nd); got != want {
+					t.Errorf("%s: XPaths %q, definition %q", name, got, want)
+				}
+			}
+			return true
+		})
+		if n < 10 {
+			t.Fatalf("%s: only %d elements", name, n)
+		}
 	}
 }

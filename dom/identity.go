@@ -3,6 +3,7 @@ package dom
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,8 +131,24 @@ func elemHash(branch string, n *Node, stable bool) uint64 {
 }
 
 // XPath returns a positional XPath of n inside its own document; it passes
-// through shadow roots and stops at the iframe that hosts the document.
-func XPath(n *Node) string {
+// through shadow roots and stops at the iframe that hosts the document. For
+// many nodes of one tree use an XPaths, which remembers sibling positions.
+func XPath(n *Node) string { return NewXPaths().Of(n) }
+
+// XPaths computes XPaths of the nodes of one tree, remembering the position
+// of each parent's children: computing them for every element anew scans
+// all siblings each time, which is quadratic on wide pages (60,000 children
+// of <body> took minutes). It is the one XPath implementation; not safe for
+// concurrent use.
+type XPaths struct {
+	pos map[*Node]string // "[k]" or ""
+}
+
+// NewXPaths returns an empty XPaths.
+func NewXPaths() *XPaths { return &XPaths{pos: map[*Node]string{}} }
+
+// Of returns the positional XPath of n (see XPath).
+func (x *XPaths) Of(n *Node) string {
 	var segs []string
 	for c := n; c != nil; c = c.Parent {
 		if c.Type == DocumentFragmentNode {
@@ -140,35 +157,47 @@ func XPath(n *Node) string {
 		if c.Type != ElementNode {
 			break
 		}
+		segs = append(segs, c.Tag+x.position(c))
 		if c.Parent != nil && c.Parent.Type == ElementNode && (c.Parent.Tag == "iframe" || c.Parent.Tag == "frame") {
-			segs = append(segs, c.Tag+position(c))
 			break
 		}
-		segs = append(segs, c.Tag+position(c))
 	}
-	for i, j := 0, len(segs)-1; i < j; i, j = i+1, j-1 {
-		segs[i], segs[j] = segs[j], segs[i]
-	}
+	slices.Reverse(segs)
 	return strings.Join(segs, "/")
 }
 
-func position(n *Node) string {
+// position is "[k]" when n's parent has more than one element child with
+// n's tag, n being the k-th; "" otherwise (and for a shadow root's host,
+// which is not among its parent's children).
+func (x *XPaths) position(n *Node) string {
 	p := n.Parent
 	if p == nil {
 		return ""
 	}
-	sibs := p.Children
-	same, pos := 0, 0
-	for _, s := range sibs {
-		if s.Type == ElementNode && s.Tag == n.Tag {
-			same++
-			if s == n {
-				pos = same
-			}
+	if s, ok := x.pos[n]; ok {
+		return s
+	}
+	same := map[string]int{}
+	for _, c := range p.Children {
+		if c.Type == ElementNode {
+			same[c.Tag]++
 		}
 	}
-	if same <= 1 || pos == 0 {
-		return ""
+	seen := map[string]int{}
+	for _, c := range p.Children {
+		if c.Type != ElementNode {
+			continue
+		}
+		seen[c.Tag]++
+		if same[c.Tag] > 1 {
+			x.pos[c] = "[" + strconv.Itoa(seen[c.Tag]) + "]"
+		} else {
+			x.pos[c] = ""
+		}
 	}
-	return "[" + strconv.Itoa(pos) + "]"
+	if s, ok := x.pos[n]; ok {
+		return s
+	}
+	x.pos[n] = ""
+	return ""
 }

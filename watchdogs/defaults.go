@@ -1,18 +1,26 @@
+// Package watchdogs composes the runtime's default watchdogs; it is the one
+// place that knows them all (as Caddy's modules/standard is). Each
+// watchdog is a package of its own under watchdogs/ — actions, dom,
+// screenshot, security, downloads, popups, permissions, storagestate,
+// crash, recording — with New(Config), and none imports another: what one
+// needs from another it asks for through an event on the session's bus.
+// A deployment replaces a default by giving a watchdog of the same name to
+// session.WithWatchdogs, and removes one with session.WithoutWatchdogs;
+// every caller of the events the default handled then gets the
+// replacement's answers.
 package watchdogs
 
-import "github.com/browseragent/browseragent/session"
-
-// Default watchdog names, in the order Defaults attaches them.
-const (
-	NameSecurity     = "security"
-	NamePopups       = "popups"
-	NameDownloads    = "downloads"
-	NamePermissions  = "permissions"
-	NameStorageState = "storagestate"
-	NameCrash        = "crash"
-	NameActions      = "actions"
-	NameScreenshot   = "screenshot"
-	NameDOM          = "dom"
+import (
+	"github.com/browseragent/browseragent/session"
+	"github.com/browseragent/browseragent/watchdogs/actions"
+	"github.com/browseragent/browseragent/watchdogs/crash"
+	"github.com/browseragent/browseragent/watchdogs/dom"
+	"github.com/browseragent/browseragent/watchdogs/downloads"
+	"github.com/browseragent/browseragent/watchdogs/permissions"
+	"github.com/browseragent/browseragent/watchdogs/popups"
+	"github.com/browseragent/browseragent/watchdogs/screenshot"
+	"github.com/browseragent/browseragent/watchdogs/security"
+	"github.com/browseragent/browseragent/watchdogs/storagestate"
 )
 
 // Defaults returns the default watchdogs, each configured from the
@@ -20,23 +28,25 @@ const (
 // navigation guard must come before everything), then the watchdogs that
 // prepare targets (popups, downloads, permissions, storage state), crash
 // reporting, and the ones that act and observe (actions, screenshot, dom).
-//
-// The DOM watchdog shows the dialogs this popups watchdog handled. If you
-// replace the popups watchdog, give your DOM watchdog your dialog source
-// too (DOMConfig.Dialogs), or closed dialogs will not reach the model.
+// The recording watchdog is optional and not among them.
 func Defaults() []session.Watchdog {
-	popups := NewPopups(PopupsConfig{})
 	return []session.Watchdog{
-		NewSecurity(nil),
-		popups,
-		NewDownloads(DownloadsConfig{}),
-		NewPermissions(PermissionsConfig{}),
-		NewStorageState(StorageStateConfig{}),
-		NewCrash(CrashConfig{}),
-		NewActions(ActionsConfig{}),
-		NewScreenshot(ScreenshotConfig{}),
-		NewDOM(DOMConfig{Dialogs: popups}),
+		security.New(security.Config{}),
+		popups.New(popups.Config{}),
+		downloads.New(downloads.Config{}),
+		permissions.New(permissions.Config{}),
+		storagestate.New(storagestate.Config{}),
+		crash.New(crash.Config{}),
+		actions.New(actions.Config{}),
+		screenshot.New(screenshot.Config{}),
+		dom.New(dom.Config{}),
 	}
+}
+
+// Names are the default watchdogs' names, in attach order.
+func Names() []string {
+	return []string{security.Name, popups.Name, downloads.Name, permissions.Name, storagestate.Name,
+		crash.Name, actions.Name, screenshot.Name, dom.Name}
 }
 
 // NewSession returns a session with the default watchdogs. Options after

@@ -3,7 +3,7 @@ package watchdogs
 import "testing"
 
 func TestDefaultsNamesAndOrder(t *testing.T) {
-	want := []string{NameSecurity, NamePopups, NameDownloads, NamePermissions, NameStorageState, NameCrash, NameActions, NameScreenshot, NameDOM}
+	want := Names()
 	got := Defaults()
 	if len(got) != len(want) {
 		t.Fatalf("%d defaults, want %d", len(got), len(want))

@@ -1,7 +1,16 @@
-package watchdogs
+// Package actions is the default action watchdog: it performs the agent's
+// element actions — click, type, scroll, keys, dropdowns, hover, upload,
+// evaluate, wait — with real input events over CDP, and reports each one's
+// verdict from the page evidence read before and after it. A failed action
+// returns its result (Verdict failed, with the evidence) together with an
+// *events.ActionError that carries the same outcome. Navigation, history
+// and tabs are the session's own events; dialogs are answered by whoever
+// handles them (the popups watchdog): this one only observes them.
+package actions
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"math"
@@ -20,23 +29,24 @@ import (
 
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
 	"github.com/browseragent/browseragent/session"
 )
 
-// Defaults of ActionsConfig.
+// Defaults of Config.
 const (
-	DefaultActionsTypingDelay       = 10 * time.Millisecond
-	DefaultActionsDownloadStartWait = 500 * time.Millisecond
-	DefaultActionsNewTabWait        = 5 * time.Second
-	DefaultActionsWait              = 3 * time.Second
-	DefaultActionsWaitMax           = 10 * time.Second
+	DefaultTypingDelay       = 10 * time.Millisecond
+	DefaultDownloadStartWait = 500 * time.Millisecond
+	DefaultNewTabWait        = 5 * time.Second
+	DefaultWait              = 3 * time.Second
+	DefaultWaitMax           = 10 * time.Second
 )
 
-// ActionsConfig configures the actions watchdog. The zero value is usable:
+// Config configures the actions watchdog. The zero value is usable:
 // each zero field means the default documented on it.
-type ActionsConfig struct {
-	// Logger receives debug logs; default zap.NewNop(). Typed text is never
-	// logged.
+type Config struct {
+	// Logger receives debug logs; default: the session's logger, named
+	// "actions". Typed text is never logged.
 	Logger *zap.Logger
 	// UploadPolicy decides which local files may be uploaded; it is checked
 	// before anything touches the page. Default: UploadDirPolicy{} (any
@@ -59,27 +69,24 @@ type ActionsConfig struct {
 	WaitDefault, WaitMax time.Duration
 }
 
-func (c ActionsConfig) withDefaults() ActionsConfig {
-	if c.Logger == nil {
-		c.Logger = zap.NewNop()
-	}
+func (c Config) withDefaults() Config {
 	if c.UploadPolicy == nil {
 		c.UploadPolicy = UploadDirPolicy{}
 	}
 	if c.TypingDelay == 0 {
-		c.TypingDelay = DefaultActionsTypingDelay
+		c.TypingDelay = DefaultTypingDelay
 	}
 	if c.DownloadStartWait == 0 {
-		c.DownloadStartWait = DefaultActionsDownloadStartWait
+		c.DownloadStartWait = DefaultDownloadStartWait
 	}
 	if c.NewTabWait <= 0 {
-		c.NewTabWait = DefaultActionsNewTabWait
+		c.NewTabWait = DefaultNewTabWait
 	}
 	if c.WaitDefault <= 0 {
-		c.WaitDefault = DefaultActionsWait
+		c.WaitDefault = DefaultWait
 	}
 	if c.WaitMax <= 0 {
-		c.WaitMax = DefaultActionsWaitMax
+		c.WaitMax = DefaultWaitMax
 	}
 	return c
 }
@@ -99,7 +106,7 @@ type UploadPolicyFunc func(ctx context.Context, path string) error
 func (f UploadPolicyFunc) AllowUpload(ctx context.Context, path string) error { return f(ctx, path) }
 
 // ErrUploadNotAllowed is wrapped by the errors of UploadDirPolicy.
-var ErrUploadNotAllowed = errors.New("watchdogs: upload not allowed")
+var ErrUploadNotAllowed = errors.New("actions: upload not allowed")
 
 // UploadDirPolicy is the default upload policy: a path must name an existing
 // regular file (not a directory, device or socket) and, when Dir is set, lie
@@ -142,7 +149,10 @@ func (p UploadDirPolicy) AllowUpload(_ context.Context, path string) error {
 	return nil
 }
 
-// Actions is the default action watchdog: it performs the agent's element
+// Name is the actions watchdog's name and the name of its handlers.
+const Name = "actions"
+
+// Watchdog is the default action watchdog: it performs the agent's element
 // actions (click, type, scroll, keys, dropdowns, hover, upload, wait) with
 // real input events over CDP and reports each one's verdict from the
 // session's before/after evidence. Navigation, history and tab events are
@@ -165,45 +175,93 @@ func (p UploadDirPolicy) AllowUpload(_ context.Context, path string) error {
 //   - Typed text never reaches logs or errors; ActualValue is masked for
 //     sensitive text and password fields.
 //
-// An Actions holds no goroutines between events; one value may be attached
+// An Watchdog holds no goroutines between events; one value may be attached
 // to several sessions.
-type Actions struct {
-	cfg ActionsConfig
+type Watchdog struct {
+	cfg Config
 }
 
-// NewActions returns the actions watchdog for cfg (defaults applied).
-func NewActions(cfg ActionsConfig) *Actions {
-	return &Actions{cfg: cfg.withDefaults()}
+// New returns the actions watchdog for cfg (defaults applied).
+func New(cfg Config) *Watchdog {
+	return &Watchdog{cfg: cfg.withDefaults()}
 }
 
 // Name implements session.Watchdog; it is "actions".
-func (a *Actions) Name() string { return "actions" }
+func (a *Watchdog) Name() string { return Name }
 
 // Attach registers the action handlers on the session's bus.
-func (a *Actions) Attach(s *session.Session) error {
-	b := s.Bus()
-	if b == nil {
+func (a *Watchdog) Attach(s *session.Session) error {
+	if s.Bus() == nil {
 		return session.ErrNotStarted
 	}
-	const n = "actions"
 	return errors.Join(
-		register(b, n, events.ClickElement, withSession(s, a.actionsClick)),
-		register(b, n, events.ClickCoordinate, withSession(s, a.actionsClickCoordinate)),
-		register(b, n, events.TypeText, withSession(s, a.actionsType)),
-		register(b, n, events.Scroll, withSession(s, a.actionsScroll)),
-		register(b, n, events.ScrollToText, withSession(s, a.actionsScrollToText)),
-		register(b, n, events.SendKeys, withSession(s, a.actionsSendKeys)),
-		register(b, n, events.UploadFile, withSession(s, a.actionsUpload)),
-		register(b, n, events.GetDropdownOptions, withSession(s, a.actionsDropdownOptions)),
-		register(b, n, events.SelectDropdownOption, withSession(s, a.actionsSelect)),
-		register(b, n, events.Hover, withSession(s, a.actionsHover)),
-		register(b, n, events.Wait, func(ctx context.Context, ev events.WaitEvent) (events.None, error) {
-			return events.None{}, a.actionsWait(ctx, ev)
+		session.Handle(s, events.ClickElement, Name, bind(a, s, events.ClickElement.Name, a.click, func(r *events.ClickResult) *events.ActionOutcome { return &r.Outcome })),
+		session.Handle(s, events.ClickCoordinate, Name, bind(a, s, events.ClickCoordinate.Name, a.clickCoordinate, func(r *events.ClickResult) *events.ActionOutcome { return &r.Outcome })),
+		session.Handle(s, events.TypeText, Name, bind(a, s, events.TypeText.Name, a.typeText, func(r *events.TypeResult) *events.ActionOutcome { return &r.Outcome })),
+		session.Handle(s, events.Scroll, Name, bind(a, s, events.Scroll.Name, a.scroll, func(r *events.ScrollResult) *events.ActionOutcome { return &r.Outcome })),
+		session.Handle(s, events.ScrollToText, Name, bind(a, s, events.ScrollToText.Name, a.scrollToText, func(r *events.ScrollResult) *events.ActionOutcome { return &r.Outcome })),
+		session.Handle(s, events.SendKeys, Name, bind(a, s, events.SendKeys.Name, a.sendKeys, func(r *events.SendKeysResult) *events.ActionOutcome { return &r.Outcome })),
+		session.Handle(s, events.UploadFile, Name, bind(a, s, events.UploadFile.Name, a.upload, func(r *events.UploadResult) *events.ActionOutcome { return &r.Outcome })),
+		session.Handle(s, events.SelectDropdownOption, Name, bind(a, s, events.SelectDropdownOption.Name, a.selectOption, func(r *events.SelectDropdownResult) *events.ActionOutcome { return &r.Outcome })),
+		session.Handle(s, events.Hover, Name, bind(a, s, events.Hover.Name, a.hover, func(r *events.HoverResult) *events.ActionOutcome { return &r.Outcome })),
+		session.Handle(s, events.Evaluate, Name, bind(a, s, events.Evaluate.Name, a.evaluate, func(r *events.EvaluateResult) *events.ActionOutcome { return &r.Outcome })),
+		session.Handle(s, events.GetDropdownOptions, Name, func(ctx context.Context, ev events.GetDropdownOptionsEvent) (events.DropdownOptionsResult, error) {
+			return a.dropdownOptions(ctx, s, ev)
+		}),
+		session.Handle(s, events.Wait, Name, func(ctx context.Context, ev events.WaitEvent) (events.None, error) {
+			return events.None{}, a.wait(ctx, ev)
 		}),
 	)
 }
 
-func (a *Actions) actionsWait(ctx context.Context, ev events.WaitEvent) error {
+// bind adapts an action handler that needs the session to the bus's
+// shape, and makes every failure an *events.ActionError carrying the
+// outcome that the result holds too: Verdict failed, Detail the error, and
+// the page evidence. An action that failed before it touched the page has
+// no evidence of its own yet; its Before and After are then the page as it
+// is now (one read), so that every failure says where it happened.
+func bind[E, R any](a *Watchdog, s *session.Session, kind string, h func(context.Context, *session.Session, E) (R, error), outcome func(*R) *events.ActionOutcome) func(context.Context, E) (R, error) {
+	return func(ctx context.Context, ev E) (R, error) {
+		r, err := h(ctx, s, ev)
+		if err == nil {
+			return r, nil
+		}
+		o := outcome(&r)
+		o.Verdict = events.VerdictFailed
+		if o.Detail == "" {
+			o.Detail = err.Error()
+		}
+		if o.Before.URL == "" && o.After.URL == "" {
+			// The handler's context may be the reason it failed (timeout):
+			// read the evidence on a short one of its own.
+			ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), evidenceTimeout)
+			o.Before = s.Evidence(ectx)
+			cancel()
+			o.After = o.Before
+		}
+		var ae *events.ActionError
+		if errors.As(err, &ae) {
+			return r, err
+		}
+		return r, &events.ActionError{Action: kind, Outcome: *o, Err: err}
+	}
+}
+
+// evidenceTimeout bounds the evidence read for an action that failed.
+const evidenceTimeout = 3 * time.Second
+
+// logger is the configured logger, else the session's (nil s: none).
+func (a *Watchdog) logger(s *session.Session) *zap.Logger {
+	switch {
+	case a.cfg.Logger != nil:
+		return a.cfg.Logger
+	case s != nil:
+		return s.Logger().Named(Name)
+	}
+	return zap.NewNop()
+}
+
+func (a *Watchdog) wait(ctx context.Context, ev events.WaitEvent) error {
 	d, max := ev.Duration, ev.Max
 	if d <= 0 {
 		d = a.cfg.WaitDefault
@@ -222,16 +280,16 @@ func (a *Actions) actionsWait(ctx context.Context, ev events.WaitEvent) error {
 	}
 }
 
-// actionsElement is a resolved, attached element on its own CDP session.
-type actionsElement struct {
+// element is a resolved, attached element on its own CDP session.
+type element struct {
 	sess    *cdp.Session
 	backend cdpproto.BackendNodeID
 	obj     runtime.RemoteObjectID
-	info    actionsInfo
+	info    elementInfo
 }
 
-// actionsInfo is what one page call learns about an element.
-type actionsInfo struct {
+// elementInfo is what one page call learns about an element.
+type elementInfo struct {
 	Connected bool   `json:"connected"`
 	Tag       string `json:"tag"`
 	Type      string `json:"type"`
@@ -242,88 +300,75 @@ type actionsInfo struct {
 	Editable  bool   `json:"editable"`
 }
 
-// actionsDescJS describes an element briefly for messages: <tag id=x>.
-const actionsDescJS = `function(n){
-  if (!n) return '?';
-  if (n.nodeType !== 1) n = n.parentElement || n.host;
-  if (!n || n.nodeType !== 1) return '?';
-  let s = '<' + n.localName;
-  if (n.id) s += ' id=' + n.id;
-  else if (typeof n.className === 'string' && n.className.trim()) s += ' class=' + n.className.trim().split(/\s+/)[0];
-  const nm = n.getAttribute('name'); if (nm) s += ' name=' + nm;
-  const r = n.getAttribute('role'); if (r) s += ' role=' + r;
-  return s + '>';
-}`
+// descJS describes an element briefly for messages: <tag id=x>.
+//
+//go:embed js/desc.js
+var descJS string
 
-const actionsInfoJS = `function(){
-  const desc = ` + actionsDescJS + `;
-  const e = this;
-  const el = e.nodeType === 1;
-  const type = el ? (e.getAttribute('type') || '').toLowerCase() : '';
-  const tag = el ? e.localName : e.nodeName.toLowerCase();
-  return {
-    connected: e.isConnected,
-    tag, type,
-    role: el ? (e.getAttribute('role') || '') : '',
-    checked: (tag === 'input' && (type === 'checkbox' || type === 'radio')) || (el && (e.getAttribute('role') === 'checkbox' || e.getAttribute('role') === 'radio' || e.getAttribute('role') === 'switch'))
-      ? (tag === 'input' ? e.checked : e.getAttribute('aria-checked') === 'true') : null,
-    desc: desc(e),
-    link: !!(el && e.closest('a[href]')),
-    editable: !!(el && e.isContentEditable),
-  };
-}`
+// withDescribe puts desc.js where a script says DESCRIBE, so that the
+// scripts that name elements in messages share one description function.
+func withDescribe(src string) string {
+	return strings.ReplaceAll(src, "DESCRIBE", strings.TrimSpace(descJS))
+}
 
-// actionsGone wraps session.ErrElementNotFound for a node that is no longer
+// infoJS reads what an action needs to know about an element.
+//
+//go:embed js/info.js
+var infoJSSrc string
+
+var infoJS = withDescribe(infoJSSrc)
+
+// gone wraps session.ErrElementNotFound for a node that is no longer
 // in the page.
-func actionsGone(what string, cause error) error {
+func gone(what string, cause error) error {
 	if cause != nil {
 		return fmt.Errorf("%w: %s is no longer in the page; request a new browser state (%v)", session.ErrElementNotFound, what, cause)
 	}
 	return fmt.Errorf("%w: %s is no longer in the page (detached); request a new browser state", session.ErrElementNotFound, what)
 }
 
-// actionsResolve resolves an event's target to a live element on the CDP
+// resolve resolves an event's target to a live element on the CDP
 // session that owns it.
-func (a *Actions) actionsResolve(ctx context.Context, s *session.Session, t events.Target) (*actionsElement, error) {
+func (a *Watchdog) resolve(ctx context.Context, s *session.Session, t events.Target) (*element, error) {
 	ref, cs, err := s.Resolve(t)
 	if err != nil {
 		return nil, err
 	}
-	return actionsResolveNode(ctx, cs, cdpproto.BackendNodeID(ref.BackendNodeID), actionsTargetName(t))
+	return resolveNode(ctx, cs, cdpproto.BackendNodeID(ref.BackendNodeID), targetName(t))
 }
 
-func actionsTargetName(t events.Target) string {
+func targetName(t events.Target) string {
 	if t.Element != nil {
 		return fmt.Sprintf("node %d", t.Element.BackendNodeID)
 	}
 	return fmt.Sprintf("element %d", t.Index)
 }
 
-// actionsResolveNode resolves a backend node id and reads its info.
-func actionsResolveNode(ctx context.Context, cs *cdp.Session, id cdpproto.BackendNodeID, name string) (*actionsElement, error) {
-	res, err := cdpproto.Call(ctx, cs, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: id, ObjectGroup: actionsObjectGroup})
+// resolveNode resolves a backend node id and reads its info.
+func resolveNode(ctx context.Context, cs *cdp.Session, id cdpproto.BackendNodeID, name string) (*element, error) {
+	res, err := cdpproto.Call(ctx, cs, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: id, ObjectGroup: objectGroup})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		return nil, actionsGone(name, err)
+		return nil, gone(name, err)
 	}
 	if res.Object == nil || res.Object.ObjectID == "" {
-		return nil, actionsGone(name, errors.New("no object"))
+		return nil, gone(name, errors.New("no object"))
 	}
-	el := &actionsElement{sess: cs, backend: id, obj: res.Object.ObjectID}
-	if err := callOn(ctx, cs, el.obj, actionsInfoJS, &el.info); err != nil {
+	el := &element{sess: cs, backend: id, obj: res.Object.ObjectID}
+	if err := pagejs.CallOn(ctx, cs, el.obj, infoJS, &el.info); err != nil {
 		return nil, err
 	}
 	if !el.info.Connected {
-		return nil, actionsGone(name, nil)
+		return nil, gone(name, nil)
 	}
 	return el, nil
 }
 
-// actionsObjectNode returns the backend id of the element a function called
+// objectNode returns the backend id of the element a function called
 // on obj returns (nil result: ok false).
-func actionsObjectNode(ctx context.Context, cs *cdp.Session, obj runtime.RemoteObjectID, decl string, args ...any) (cdpproto.BackendNodeID, bool, error) {
+func objectNode(ctx context.Context, cs *cdp.Session, obj runtime.RemoteObjectID, decl string, args ...any) (cdpproto.BackendNodeID, bool, error) {
 	var cargs []*runtime.CallArgument
 	for _, v := range args {
 		b, err := jsonv2.Marshal(v)
@@ -341,7 +386,7 @@ func actionsObjectNode(ctx context.Context, cs *cdp.Session, obj runtime.RemoteO
 		return 0, false, err
 	}
 	if res.ExceptionDetails != nil {
-		return 0, false, fmt.Errorf("page script failed: %s", exceptionText(res.ExceptionDetails))
+		return 0, false, fmt.Errorf("page script failed: %s", pagejs.ExceptionText(res.ExceptionDetails))
 	}
 	if res.Result == nil || res.Result.ObjectID == "" {
 		return 0, false, nil
@@ -353,22 +398,22 @@ func actionsObjectNode(ctx context.Context, cs *cdp.Session, obj runtime.RemoteO
 	return d.Node.BackendNodeID, true, nil
 }
 
-// actionsPoint is a visible point of an element: viewport coordinates for
+// point is a visible point of an element: viewport coordinates for
 // Input.dispatchMouseEvent and document coordinates for DOM.getNodeForLocation
 // (both in the element's session's local root frame).
-type actionsPoint struct {
+type point struct {
 	X, Y       float64 // viewport CSS px
 	DocX, DocY float64 // document CSS px
 }
 
-// actionsNoGeometry is returned when an element has no visible box.
-var actionsNoGeometry = errors.New("element has no visible box")
+// errNoGeometry is returned when an element has no visible box.
+var errNoGeometry = errors.New("element has no visible box")
 
-// actionsVisiblePoint scrolls the element into view and returns the centre
+// visiblePoint scrolls the element into view and returns the centre
 // of its largest quad clipped to the viewport. The three reads are
 // pipelined: the renderer answers them in order.
-func actionsVisiblePoint(ctx context.Context, el *actionsElement) (actionsPoint, error) {
-	var p actionsPoint
+func visiblePoint(ctx context.Context, el *element) (point, error) {
+	var p point
 	rScroll := el.sess.Send(ctx, dom.CommandScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: el.backend})
 	rQuads := el.sess.Send(ctx, dom.CommandGetContentQuads, dom.GetContentQuadsParams{BackendNodeID: el.backend})
 	rMetrics := el.sess.Send(ctx, page.CommandGetLayoutMetrics, nil)
@@ -380,11 +425,11 @@ func actionsVisiblePoint(ctx context.Context, el *actionsElement) (actionsPoint,
 	if ctx.Err() != nil {
 		return p, ctx.Err()
 	}
-	if errScroll != nil && actionsIsDetached(errScroll) {
-		return p, actionsGone("the element", errScroll)
+	if errScroll != nil && isDetached(errScroll) {
+		return p, gone("the element", errScroll)
 	}
 	if errQuads != nil || len(quads.Quads) == 0 {
-		return p, actionsNoGeometry
+		return p, errNoGeometry
 	}
 	vw, vh, sx, sy := 0.0, 0.0, 0.0, 0.0
 	if errMetrics == nil && lm.CSSVisualViewport != nil && lm.CSSLayoutViewport != nil {
@@ -393,7 +438,7 @@ func actionsVisiblePoint(ctx context.Context, el *actionsElement) (actionsPoint,
 	} else {
 		// A frame target without Page metrics: ask its window.
 		var m struct{ W, H, SX, SY float64 }
-		if err := evaluate(ctx, el.sess, `({W: document.documentElement.clientWidth || innerWidth, H: document.documentElement.clientHeight || innerHeight, SX: scrollX, SY: scrollY})`, &m); err != nil {
+		if err := pagejs.Evaluate(ctx, el.sess, `({W: document.documentElement.clientWidth || innerWidth, H: document.documentElement.clientHeight || innerHeight, SX: scrollX, SY: scrollY})`, &m); err != nil {
 			return p, err
 		}
 		vw, vh, sx, sy = m.W, m.H, m.SX, m.SY
@@ -417,13 +462,13 @@ func actionsVisiblePoint(ctx context.Context, el *actionsElement) (actionsPoint,
 		}
 	}
 	if best < 0 {
-		return p, actionsNoGeometry
+		return p, errNoGeometry
 	}
 	p.DocX, p.DocY = p.X+sx, p.Y+sy
 	return p, nil
 }
 
-func actionsIsDetached(err error) bool {
+func isDetached(err error) bool {
 	var pe *cdp.ProtocolError
 	if errors.As(err, &pe) {
 		m := strings.ToLower(pe.Message)
@@ -432,27 +477,20 @@ func actionsIsDetached(err error) bool {
 	return false
 }
 
-// actionsContainsJS reports whether hit is the element or inside it,
+// containsJS reports whether hit is the element or inside it,
 // crossing shadow roots (open, closed and user-agent) and same-process
 // frames; it also describes hit for messages.
-const actionsContainsJS = `function(hit){
-  const desc = ` + actionsDescJS + `;
-  let n = hit;
-  for (let i = 0; n && i < 10000; i++) {
-    if (n === this) return {inside: true, desc: desc(hit)};
-    if (n.parentNode) n = n.parentNode;
-    else if (n.host) n = n.host;
-    else if (n.defaultView && n.defaultView.frameElement) n = n.defaultView.frameElement;
-    else break;
-  }
-  return {inside: false, desc: desc(hit)};
-}`
+//
+//go:embed js/contains.js
+var containsJSSrc string
 
-// actionsHitTest reports whether a real pointer at p reaches the element,
+var containsJS = withDescribe(containsJSSrc)
+
+// hitTest reports whether a real pointer at p reaches the element,
 // and otherwise names what covers it.
-func actionsHitTest(ctx context.Context, el *actionsElement, p actionsPoint) (bool, string, error) {
+func hitTest(ctx context.Context, el *element, p point) (bool, string, error) {
 	hit, err := cdpproto.Call(ctx, el.sess, dom.GetNodeForLocation, dom.GetNodeForLocationParams{
-		X: int64(math.Round(p.DocX)), Y: int64(math.Round(p.DocY)), IncludeUserAgentShadowDOM: ptr(true),
+		X: int64(math.Round(p.DocX)), Y: int64(math.Round(p.DocY)), IncludeUserAgentShadowDOM: pagejs.Ptr(true),
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -463,7 +501,7 @@ func actionsHitTest(ctx context.Context, el *actionsElement, p actionsPoint) (bo
 	if hit.BackendNodeID == el.backend {
 		return true, "", nil
 	}
-	ho, err := cdpproto.Call(ctx, el.sess, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: hit.BackendNodeID, ObjectGroup: actionsObjectGroup})
+	ho, err := cdpproto.Call(ctx, el.sess, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: hit.BackendNodeID, ObjectGroup: objectGroup})
 	if err != nil || ho.Object == nil {
 		if ctx.Err() != nil {
 			return false, "", ctx.Err()
@@ -471,16 +509,16 @@ func actionsHitTest(ctx context.Context, el *actionsElement, p actionsPoint) (bo
 		return false, "an unknown node", nil
 	}
 	res, err := cdpproto.Call(ctx, el.sess, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
-		FunctionDeclaration: actionsContainsJS,
+		FunctionDeclaration: containsJS,
 		ObjectID:            el.obj,
 		Arguments:           []*runtime.CallArgument{{ObjectID: ho.Object.ObjectID}},
-		ReturnByValue:       ptr(true),
+		ReturnByValue:       pagejs.Ptr(true),
 	})
 	if err != nil {
 		return false, "", err
 	}
 	if res.ExceptionDetails != nil {
-		return false, "", fmt.Errorf("page script failed: %s", exceptionText(res.ExceptionDetails))
+		return false, "", fmt.Errorf("page script failed: %s", pagejs.ExceptionText(res.ExceptionDetails))
 	}
 	var out struct {
 		Inside bool   `json:"inside"`
@@ -494,8 +532,8 @@ func actionsHitTest(ctx context.Context, el *actionsElement, p actionsPoint) (bo
 	return out.Inside, out.Desc, nil
 }
 
-// actionsMouseButton maps the event's button to CDP's.
-func actionsMouseButton(b events.MouseButton) (input.MouseButton, int64) {
+// mouseButton maps the event's button to CDP's.
+func mouseButton(b events.MouseButton) (input.MouseButton, int64) {
 	switch b {
 	case events.ButtonRight:
 		return input.MouseButtonRight, 2
@@ -506,9 +544,9 @@ func actionsMouseButton(b events.MouseButton) (input.MouseButton, int64) {
 	}
 }
 
-// actionsMouseClick moves to (x, y) and clicks once, on cs.
-func actionsMouseClick(ctx context.Context, cs *cdp.Session, x, y float64, b events.MouseButton) error {
-	btn, mask := actionsMouseButton(b)
+// mouseClick moves to (x, y) and clicks once, on cs.
+func mouseClick(ctx context.Context, cs *cdp.Session, x, y float64, b events.MouseButton) error {
+	btn, mask := mouseButton(b)
 	if _, err := cdpproto.Call(ctx, cs, input.DispatchMouseEvent, input.DispatchMouseEventParams{Type: input.DispatchMouseEventTypeMouseMoved, X: x, Y: y}); err != nil {
 		return err
 	}
@@ -519,15 +557,15 @@ func actionsMouseClick(ctx context.Context, cs *cdp.Session, x, y float64, b eve
 	return err
 }
 
-// actionsWatch observes, during one action, what the action may have set
+// watch observes, during one action, what the action may have set
 // off: a JavaScript dialog (answered by whoever handles dialogs; we only
 // look), a download, a new tab.
-type actionsWatch struct {
+type watch struct {
 	subs []*cdp.Subscription
 }
 
-func actionsStartWatch(s *session.Session, sessions ...*cdp.Session) *actionsWatch {
-	w := &actionsWatch{}
+func startWatch(s *session.Session, sessions ...*cdp.Session) *watch {
+	w := &watch{}
 	seen := map[*cdp.Session]bool{}
 	for _, cs := range sessions {
 		if cs == nil || seen[cs] {
@@ -542,15 +580,15 @@ func actionsStartWatch(s *session.Session, sessions ...*cdp.Session) *actionsWat
 	return w
 }
 
-// actionsSeen is what a watch saw.
-type actionsSeen struct {
+// seenDuring is what a watch saw.
+type seenDuring struct {
 	dialog     string // "alert: message"
 	download   string // guid
 	newTargets []string
 }
 
 // drain collects what arrived so far without blocking.
-func (w *actionsWatch) drain(into *actionsSeen) {
+func (w *watch) drain(into *seenDuring) {
 	for _, sub := range w.subs {
 		for {
 			select {
@@ -562,7 +600,7 @@ func (w *actionsWatch) drain(into *actionsSeen) {
 				case "Page.javascriptDialogOpening":
 					var d page.EventJavascriptDialogOpening
 					if e.Decode(&d) == nil {
-						into.dialog = fmt.Sprintf("%s dialog: %q", d.Type, actionsClip(d.Message, 200))
+						into.dialog = fmt.Sprintf("%s dialog: %q", d.Type, clip(d.Message, 200))
 					}
 				case "Page.downloadWillBegin", "Browser.downloadWillBegin":
 					var d struct {
@@ -590,21 +628,21 @@ func (w *actionsWatch) drain(into *actionsSeen) {
 	}
 }
 
-func (w *actionsWatch) stop() {
+func (w *watch) stop() {
 	for _, sub := range w.subs {
 		sub.Cancel()
 	}
 }
 
-func actionsClip(s string, n int) string {
+func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	return s[:n] + "…"
 }
 
-// actionsTabSet returns the ids of the session's tabs.
-func actionsTabSet(s *session.Session) map[string]bool {
+// tabSet returns the ids of the session's tabs.
+func tabSet(s *session.Session) map[string]bool {
 	m := map[string]bool{}
 	for _, t := range s.Tabs() {
 		m[t.TargetID] = true
@@ -612,14 +650,14 @@ func actionsTabSet(s *session.Session) map[string]bool {
 	return m
 }
 
-// actionsRun is the frame of every page-affecting action: evidence before,
+// actionRun is the frame of every page-affecting action: evidence before,
 // watching for dialogs/downloads/tabs during, verdict after.
-type actionsRun struct {
-	a        *Actions
+type actionRun struct {
+	a        *Watchdog
 	s        *session.Session
 	before   events.Evidence
 	tabs     map[string]bool
-	watch    *actionsWatch
+	watch    *watch
 	mayBeDL  bool // the action clicked a link: wait briefly for a download
 	detail   string
 	verdict  events.Verdict // override when set and no error
@@ -627,29 +665,29 @@ type actionsRun struct {
 	sessions []*cdp.Session // where the action resolved objects
 }
 
-func (a *Actions) actionsBegin(ctx context.Context, s *session.Session, sessions ...*cdp.Session) *actionsRun {
-	r := &actionsRun{a: a, s: s, tabs: actionsTabSet(s)}
+func (a *Watchdog) begin(ctx context.Context, s *session.Session, sessions ...*cdp.Session) *actionRun {
+	r := &actionRun{a: a, s: s, tabs: tabSet(s)}
 	if ps, err := s.PageSession(""); err == nil {
 		sessions = append(sessions, ps)
 	}
 	r.sessions = sessions
-	r.watch = actionsStartWatch(s, sessions...)
+	r.watch = startWatch(s, sessions...)
 	r.before = s.Evidence(ctx)
 	return r
 }
 
 // end stops watching and computes the outcome.
-func (r *actionsRun) end(ctx context.Context, err error) events.ActionOutcome {
+func (r *actionRun) end(ctx context.Context, err error) events.ActionOutcome {
 	defer r.watch.stop()
 	defer r.release(ctx)
-	var seen actionsSeen
+	var seen seenDuring
 	r.watch.drain(&seen)
 	// A tab the browser created during the action: let the session register
 	// it so that the verdict and NewTabs name it.
 	if err == nil && len(seen.newTargets) > 0 {
 		deadline := time.Now().Add(r.a.cfg.NewTabWait)
 		for time.Now().Before(deadline) && ctx.Err() == nil {
-			now := actionsTabSet(r.s)
+			now := tabSet(r.s)
 			all := true
 			for _, id := range seen.newTargets {
 				if !now[id] {
@@ -659,14 +697,14 @@ func (r *actionsRun) end(ctx context.Context, err error) events.ActionOutcome {
 			if all {
 				break
 			}
-			actionsSleep(ctx, 20*time.Millisecond)
+			sleep(ctx, 20*time.Millisecond)
 		}
 	}
 	o := r.s.Outcome(ctx, r.before, err)
 	if err == nil && o.Verdict == events.VerdictNoChange && r.mayBeDL && r.a.cfg.DownloadStartWait > 0 && seen.download == "" {
 		deadline := time.Now().Add(r.a.cfg.DownloadStartWait)
 		for time.Now().Before(deadline) && ctx.Err() == nil && seen.download == "" {
-			actionsSleep(ctx, 25*time.Millisecond)
+			sleep(ctx, 25*time.Millisecond)
 			r.watch.drain(&seen)
 		}
 	}
@@ -703,7 +741,7 @@ func (r *actionsRun) end(ctx context.Context, err error) events.ActionOutcome {
 	return o
 }
 
-func (r *actionsRun) addDetail(d string) {
+func (r *actionRun) addDetail(d string) {
 	if r.detail == "" {
 		r.detail = d
 	} else {
@@ -711,7 +749,7 @@ func (r *actionsRun) addDetail(d string) {
 	}
 }
 
-func actionsSleep(ctx context.Context, d time.Duration) {
+func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -720,17 +758,17 @@ func actionsSleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// actionsObjectGroup holds the page objects an action resolves, released
+// objectGroup holds the page objects an action resolves, released
 // when the action ends so that a long session on one page does not pile up
 // remote objects.
-const actionsObjectGroup = "browseragent-actions"
+const objectGroup = "browseragent-actions"
 
 // release frees the action's remote objects on every session it used. The
 // replies are not awaited: nothing depends on them.
-func (r *actionsRun) release(ctx context.Context) {
+func (r *actionRun) release(ctx context.Context) {
 	for _, cs := range r.sessions {
 		if cs != nil {
-			cs.Send(ctx, runtime.CommandReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: actionsObjectGroup})
+			cs.Send(ctx, runtime.CommandReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: objectGroup})
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package watchdogs
+package actions
 
 import (
 	"context"
@@ -21,24 +21,25 @@ import (
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
 	"github.com/browseragent/browseragent/internal/testbrowser"
 	"github.com/browseragent/browseragent/session"
 )
 
-// actionsT is one test's running session on a fixture page.
-type actionsT struct {
+// harness is one test's running session on a fixture page.
+type harness struct {
 	t   testing.TB
 	ctx context.Context
 	s   *session.Session
 	env *testbrowser.Env
 }
 
-func actionsStart(t testing.TB, path string, cfg ActionsConfig) *actionsT {
+func start(t testing.TB, path string, cfg Config) *harness {
 	t.Helper()
 	env := testbrowser.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, session.WithWatchdogs(NewActions(cfg)))
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, session.WithWatchdogs(New(cfg)))
 	if err := s.Start(ctx); err != nil {
 		t.Fatalf("session start: %v", err)
 	}
@@ -49,19 +50,19 @@ func actionsStart(t testing.TB, path string, cfg ActionsConfig) *actionsT {
 			t.Errorf("session stop: %v", err)
 		}
 	})
-	at := &actionsT{t: t, ctx: ctx, s: s, env: env}
+	at := &harness{t: t, ctx: ctx, s: s, env: env}
 	at.navigate(path)
 	return at
 }
 
-func (at *actionsT) navigate(path string) {
+func (at *harness) navigate(path string) {
 	at.t.Helper()
 	if _, err := bus.Call(at.ctx, at.s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: at.env.URL(path)}); err != nil {
 		at.t.Fatalf("navigate %s: %v", path, err)
 	}
 }
 
-func (at *actionsT) page() *cdp.Session {
+func (at *harness) page() *cdp.Session {
 	at.t.Helper()
 	ps, err := at.s.PageSession("")
 	if err != nil {
@@ -71,7 +72,7 @@ func (at *actionsT) page() *cdp.Session {
 }
 
 // node returns a Target naming the element selector finds in sess.
-func (at *actionsT) node(sess *cdp.Session, selector string) events.Target {
+func (at *harness) node(sess *cdp.Session, selector string) events.Target {
 	at.t.Helper()
 	res, err := cdpproto.Call(at.ctx, sess, runtime.Evaluate, runtime.EvaluateParams{Expression: fmt.Sprintf("document.querySelector(%q)", selector)})
 	if err != nil || res.Result == nil || res.Result.ObjectID == "" {
@@ -84,10 +85,10 @@ func (at *actionsT) node(sess *cdp.Session, selector string) events.Target {
 	return events.Target{Element: &events.ElementRef{BackendNodeID: int64(d.Node.BackendNodeID), TargetID: string(sess.TargetID()), SessionID: string(sess.ID())}}
 }
 
-func (at *actionsT) el(selector string) events.Target { return at.node(at.page(), selector) }
+func (at *harness) el(selector string) events.Target { return at.node(at.page(), selector) }
 
 // nodeExpr returns a Target naming the element expr evaluates to in sess.
-func (at *actionsT) nodeExpr(sess *cdp.Session, expr string) events.Target {
+func (at *harness) nodeExpr(sess *cdp.Session, expr string) events.Target {
 	at.t.Helper()
 	res, err := cdpproto.Call(at.ctx, sess, runtime.Evaluate, runtime.EvaluateParams{Expression: expr})
 	if err != nil || res.Result == nil || res.Result.ObjectID == "" {
@@ -101,14 +102,14 @@ func (at *actionsT) nodeExpr(sess *cdp.Session, expr string) events.Target {
 }
 
 // eval evaluates expr in sess and decodes its value into out.
-func (at *actionsT) eval(sess *cdp.Session, expr string, out any) {
+func (at *harness) eval(sess *cdp.Session, expr string, out any) {
 	at.t.Helper()
-	if err := evaluate(at.ctx, sess, expr, out); err != nil {
+	if err := pagejs.Evaluate(at.ctx, sess, expr, out); err != nil {
 		at.t.Fatalf("evaluate %s: %v", expr, err)
 	}
 }
 
-func (at *actionsT) str(expr string) string {
+func (at *harness) str(expr string) string {
 	at.t.Helper()
 	var s string
 	at.eval(at.page(), expr, &s)
@@ -117,13 +118,13 @@ func (at *actionsT) str(expr string) string {
 
 // frame returns the session of the cross-site iframe whose URL contains
 // part, waiting for it to attach and load.
-func (at *actionsT) frame(part string) *cdp.Session {
+func (at *harness) frame(part string) *cdp.Session {
 	at.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, f := range at.s.FrameTargets(at.s.FocusedTab()) {
 			var ready bool
-			if err := evaluate(at.ctx, f.Session, `document.readyState === 'complete' && location.href.includes(`+fmt.Sprintf("%q", part)+`)`, &ready); err == nil && ready {
+			if err := pagejs.Evaluate(at.ctx, f.Session, `document.readyState === 'complete' && location.href.includes(`+fmt.Sprintf("%q", part)+`)`, &ready); err == nil && ready {
 				return f.Session
 			}
 		}
@@ -134,7 +135,7 @@ func (at *actionsT) frame(part string) *cdp.Session {
 }
 
 func TestActionsClickButton(t *testing.T) {
-	at := actionsStart(t, "/actions-click.html", ActionsConfig{})
+	at := start(t, "/actions-click.html", Config{})
 	res, err := bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: at.el("#btn")})
 	if err != nil {
 		t.Fatalf("click: %v", err)
@@ -159,7 +160,7 @@ func TestActionsClickButton(t *testing.T) {
 }
 
 func TestActionsClickFarBelowAndShadow(t *testing.T) {
-	at := actionsStart(t, "/actions-click.html", ActionsConfig{})
+	at := start(t, "/actions-click.html", Config{})
 	res, err := bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: at.el("#far")})
 	if err != nil || res.Method != "mouse" {
 		t.Fatalf("click far: %v, method %q (%s)", err, res.Method, res.Outcome.Detail)
@@ -182,7 +183,7 @@ func TestActionsClickFarBelowAndShadow(t *testing.T) {
 }
 
 func TestActionsClickCovered(t *testing.T) {
-	at := actionsStart(t, "/actions-click.html", ActionsConfig{})
+	at := start(t, "/actions-click.html", Config{})
 	res, err := bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: at.el("#covered")})
 	if err != nil {
 		t.Fatalf("click: %v", err)
@@ -202,7 +203,7 @@ func TestActionsClickCovered(t *testing.T) {
 }
 
 func TestActionsClickNewTab(t *testing.T) {
-	at := actionsStart(t, "/actions-click.html", ActionsConfig{})
+	at := start(t, "/actions-click.html", Config{})
 	before := len(at.s.Tabs())
 	res, err := bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: at.el("#newtab")})
 	if err != nil {
@@ -226,7 +227,7 @@ func TestActionsClickNewTab(t *testing.T) {
 }
 
 func TestActionsClickCheckboxRadio(t *testing.T) {
-	at := actionsStart(t, "/actions-click.html", ActionsConfig{})
+	at := start(t, "/actions-click.html", Config{})
 	for i, want := range []bool{true, false} {
 		res, err := bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: at.el("#cb")})
 		if err != nil {
@@ -259,10 +260,10 @@ func TestActionsClickCheckboxRadio(t *testing.T) {
 }
 
 func TestActionsClickStaleAndDetached(t *testing.T) {
-	at := actionsStart(t, "/actions-click.html", ActionsConfig{})
+	at := start(t, "/actions-click.html", Config{})
 	btn := at.el("#btn")
 	at.s.SetSelectorMap(&session.SelectorMap{TargetID: at.s.FocusedTab(), Elements: map[int]events.ElementInfo{
-		1: {BackendNodeID: btn.Element.BackendNodeID, TargetID: btn.Element.TargetID, SessionID: btn.Element.SessionID},
+		1: {Index: 1, ElementRef: *btn.Element},
 	}})
 	_, err := bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: events.Target{Index: 7}})
 	var nf *session.ElementNotFoundError
@@ -273,18 +274,16 @@ func TestActionsClickStaleAndDetached(t *testing.T) {
 	if _, err := bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: events.Target{Index: 1}}); err != nil {
 		t.Fatalf("click index 1: %v", err)
 	}
-	// Removed from the DOM after it was resolved: an error, not a success.
+	// Removed from the DOM after it was resolved: an error, not a success,
+	// and the result that comes with the error through the bus says failed,
+	// with the page evidence.
 	gone := at.el("#gone")
 	at.eval(at.page(), "document.getElementById('gone').remove(), true", nil)
 	res, err := bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: gone})
 	if !errors.Is(err, session.ErrElementNotFound) {
 		t.Fatalf("detached element: err = %v, want ErrElementNotFound", err)
 	}
-	// The handler's own result says failed too.
-	res, err = NewActions(ActionsConfig{}).actionsClick(at.ctx, at.s, events.ClickElementEvent{Target: gone})
-	if !errors.Is(err, session.ErrElementNotFound) || res.Outcome.Verdict != events.VerdictFailed {
-		t.Fatalf("detached element: %v, verdict %s, want failed", err, res.Outcome.Verdict)
-	}
+	assertFailedWithEvidence(t, "detached element", res.Outcome, err, at.env.URL("/actions-click.html"))
 	// A node id that never existed.
 	_, err = bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: events.Target{Element: &events.ElementRef{BackendNodeID: 987654, TargetID: at.s.FocusedTab()}}})
 	if !errors.Is(err, session.ErrElementNotFound) {
@@ -293,7 +292,7 @@ func TestActionsClickStaleAndDetached(t *testing.T) {
 }
 
 func TestActionsClickInertSelectFile(t *testing.T) {
-	at := actionsStart(t, "/actions-click.html", ActionsConfig{DownloadStartWait: -1})
+	at := start(t, "/actions-click.html", Config{DownloadStartWait: -1})
 	res, err := bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: at.el("#inert")})
 	if err != nil {
 		t.Fatalf("click inert: %v", err)
@@ -316,7 +315,7 @@ func TestActionsClickInertSelectFile(t *testing.T) {
 }
 
 func TestActionsClickDialog(t *testing.T) {
-	at := actionsStart(t, "/actions-click.html", ActionsConfig{})
+	at := start(t, "/actions-click.html", Config{})
 	ps := at.page()
 	// Stand in for the popups watchdog: answer the dialog from outside the bus.
 	sub := ps.SubscribeEvents("Page.javascriptDialogOpening")
@@ -343,7 +342,7 @@ func TestActionsClickDialog(t *testing.T) {
 }
 
 func TestActionsClickCrossSiteIframe(t *testing.T) {
-	at := actionsStart(t, "/actions-iframe.html", ActionsConfig{})
+	at := start(t, "/actions-iframe.html", Config{})
 	fs := at.frame("actions-frame.html")
 	if fs.ID() == at.page().ID() {
 		t.Fatal("the frame shares the page's session: not an OOPIF")
@@ -390,7 +389,7 @@ func TestActionsClickCrossSiteIframe(t *testing.T) {
 }
 
 func TestActionsType(t *testing.T) {
-	at := actionsStart(t, "/actions-type.html", ActionsConfig{})
+	at := start(t, "/actions-type.html", Config{})
 	typ := func(sel, text string, clear bool) events.TypeResult {
 		t.Helper()
 		res, err := bus.Call(at.ctx, at.s.Bus(), events.TypeText, events.TypeTextEvent{Target: at.el(sel), Text: text, Clear: clear})
@@ -515,7 +514,7 @@ func TestActionsType(t *testing.T) {
 }
 
 func TestActionsScroll(t *testing.T) {
-	at := actionsStart(t, "/actions-scroll.html", ActionsConfig{})
+	at := start(t, "/actions-scroll.html", Config{})
 	res, err := bus.Call(at.ctx, at.s.Bus(), events.Scroll, events.ScrollEvent{Direction: events.ScrollDown, Amount: 500})
 	if err != nil {
 		t.Fatalf("scroll: %v", err)
@@ -570,7 +569,7 @@ func TestActionsScroll(t *testing.T) {
 }
 
 func TestActionsScrollToText(t *testing.T) {
-	at := actionsStart(t, "/actions-scroll.html", ActionsConfig{})
+	at := start(t, "/actions-scroll.html", Config{})
 	res, err := bus.Call(at.ctx, at.s.Bus(), events.ScrollToText, events.ScrollToTextEvent{Text: `It's "here"`})
 	if err != nil {
 		t.Fatalf("scroll to text: %v", err)
@@ -593,7 +592,7 @@ func TestActionsScrollToText(t *testing.T) {
 }
 
 func TestActionsSendKeys(t *testing.T) {
-	at := actionsStart(t, "/actions-keys.html", ActionsConfig{TypingDelay: -1})
+	at := start(t, "/actions-keys.html", Config{TypingDelay: -1})
 	type key struct {
 		Key     string `json:"key"`
 		Code    string `json:"code"`
@@ -667,48 +666,8 @@ func TestActionsSendKeys(t *testing.T) {
 	}
 }
 
-func TestActionsParseKeys(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		text bool
-		n    int
-		mask int64
-	}{
-		{"Enter", false, 1, 0},
-		{"Control+a", false, 1, 2},
-		{"ctrl+shift+k", false, 1, 10},
-		{"Alt+Meta+x", false, 1, 5},
-		{"Control++", false, 1, 2},
-		{"hello", true, 0, 0},
-		{"I am", true, 0, 0},
-		{"Tab Shift+Tab", false, 2, 0},
-		{"Control+Nope", true, 0, 0},
-		{"a", false, 1, 0},
-	} {
-		st, text := actionsParseKeys(c.in)
-		if text != c.text || len(st) != c.n {
-			t.Fatalf("%q: text %v strokes %d, want %v %d", c.in, text, len(st), c.text, c.n)
-		}
-		if c.n == 1 && st[0].mask != c.mask {
-			t.Fatalf("%q: mask %d, want %d", c.in, st[0].mask, c.mask)
-		}
-	}
-	st, _ := actionsParseKeys("Control++")
-	if st[0].key.key != "+" {
-		t.Fatalf("Control++ key %q", st[0].key.key)
-	}
-	st, _ = actionsParseKeys("Control+A")
-	if st[0].key.key != "a" || st[0].key.code != "KeyA" {
-		t.Fatalf("Control+A: key %q code %q", st[0].key.key, st[0].key.code)
-	}
-	st, _ = actionsParseKeys("shift+a")
-	if st[0].key.key != "A" {
-		t.Fatalf("shift+a: key %q", st[0].key.key)
-	}
-}
-
 func TestActionsSelect(t *testing.T) {
-	at := actionsStart(t, "/actions-select.html", ActionsConfig{})
+	at := start(t, "/actions-select.html", Config{})
 	opts, err := bus.Call(at.ctx, at.s.Bus(), events.GetDropdownOptions, events.GetDropdownOptionsEvent{Target: at.el("#single")})
 	if err != nil || len(opts.Options) != 4 || opts.Options[2].Text != "Germany" || opts.Options[2].Value != "de" || !opts.Options[0].Selected {
 		t.Fatalf("options: %v %+v", err, opts.Options)
@@ -767,7 +726,7 @@ func TestActionsSelect(t *testing.T) {
 }
 
 func TestActionsHover(t *testing.T) {
-	at := actionsStart(t, "/actions-hover.html", ActionsConfig{})
+	at := start(t, "/actions-hover.html", Config{})
 	var shown bool
 	at.eval(at.page(), "document.getElementById('item').getClientRects().length > 0", &shown)
 	if shown {
@@ -800,7 +759,7 @@ func TestActionsUpload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	at := actionsStart(t, "/actions-upload.html", ActionsConfig{})
+	at := start(t, "/actions-upload.html", Config{})
 	res, err := bus.Call(at.ctx, at.s.Bus(), events.UploadFile, events.UploadFileEvent{Target: at.el("#one"), Paths: []string{f1}})
 	if err != nil || !reflect.DeepEqual(res.Files, []string{"report.txt"}) {
 		t.Fatalf("upload: %v, files %v", err, res.Files)
@@ -865,7 +824,7 @@ func TestActionsUploadPolicy(t *testing.T) {
 			t.Fatalf("%s: %v, want ErrUploadNotAllowed", f, err)
 		}
 	}
-	at := actionsStart(t, "/actions-upload.html", ActionsConfig{UploadPolicy: p})
+	at := start(t, "/actions-upload.html", Config{UploadPolicy: p})
 	_, err := bus.Call(at.ctx, at.s.Bus(), events.UploadFile, events.UploadFileEvent{Target: at.el("#one"), Paths: []string{out}})
 	if !errors.Is(err, ErrUploadNotAllowed) {
 		t.Fatalf("upload outside the directory: %v", err)
@@ -878,7 +837,7 @@ func TestActionsUploadPolicy(t *testing.T) {
 }
 
 func TestActionsClickCoordinate(t *testing.T) {
-	at := actionsStart(t, "/actions-click.html", ActionsConfig{})
+	at := start(t, "/actions-click.html", Config{})
 	res, err := bus.Call(at.ctx, at.s.Bus(), events.ClickCoordinate, events.ClickCoordinateEvent{X: 80, Y: 40})
 	if err != nil {
 		t.Fatalf("click: %v", err)
@@ -902,27 +861,27 @@ func TestActionsClickCoordinate(t *testing.T) {
 }
 
 func TestActionsWait(t *testing.T) {
-	a := NewActions(ActionsConfig{})
-	start := time.Now()
-	if err := a.actionsWait(context.Background(), events.WaitEvent{Duration: time.Hour, Max: 20 * time.Millisecond}); err != nil {
+	a := New(Config{})
+	began := time.Now()
+	if err := a.wait(context.Background(), events.WaitEvent{Duration: time.Hour, Max: 20 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	if time.Since(start) > 30*time.Second {
+	if time.Since(began) > 30*time.Second {
 		t.Fatal("Max did not cap the wait")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := a.actionsWait(ctx, events.WaitEvent{Duration: time.Hour, Max: time.Hour}); !errors.Is(err, context.Canceled) {
+	if err := a.wait(ctx, events.WaitEvent{Duration: time.Hour, Max: time.Hour}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled wait: %v", err)
 	}
-	at := actionsStart(t, "/actions-click.html", ActionsConfig{})
+	at := start(t, "/actions-click.html", Config{})
 	if _, err := bus.Call(at.ctx, at.s.Bus(), events.Wait, events.WaitEvent{Duration: time.Millisecond}); err != nil {
 		t.Fatalf("wait via the bus: %v", err)
 	}
 }
 
 func TestActionsClickDownload(t *testing.T) {
-	at := actionsStart(t, "/actions-click.html", ActionsConfig{DownloadStartWait: 10 * time.Second})
+	at := start(t, "/actions-click.html", Config{DownloadStartWait: 10 * time.Second})
 	res, err := bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: at.el("#dl")})
 	if err != nil {
 		t.Fatalf("click: %v", err)
@@ -933,7 +892,7 @@ func TestActionsClickDownload(t *testing.T) {
 }
 
 func TestActionsClickInputAndSameSiteFrame(t *testing.T) {
-	at := actionsStart(t, "/iframes.html", ActionsConfig{})
+	at := start(t, "/iframes.html", Config{})
 	at.eval(at.page(), `new Promise((ok) => { const f = document.getElementById('same-site'); if (f.contentDocument && f.contentDocument.readyState === 'complete' && f.contentDocument.getElementById('frame-button')) ok(true); else f.addEventListener('load', () => ok(true)); })`, nil)
 	// A same-site iframe shares the page's session; its quads are in the
 	// page's viewport and the hit test reaches into the frame.
@@ -962,7 +921,7 @@ func TestActionsClickInputAndSameSiteFrame(t *testing.T) {
 
 func TestActionsSensitiveNeverLogged(t *testing.T) {
 	core, logs := observer.New(zap.DebugLevel)
-	at := actionsStart(t, "/actions-type.html", ActionsConfig{Logger: zap.New(core)})
+	at := start(t, "/actions-type.html", Config{Logger: zap.New(core)})
 	const secret = "pa55-W0rd-xyz"
 	for _, sel := range []string{"#text", "#password", "#date", "#cb"} {
 		res, err := bus.Call(at.ctx, at.s.Bus(), events.TypeText, events.TypeTextEvent{Target: at.el(sel), Text: secret, Clear: true, Sensitive: true, SensitiveKey: "pw"})
@@ -988,51 +947,103 @@ func TestActionsSensitiveNeverLogged(t *testing.T) {
 	}
 }
 
-// TestActionsClickDialogWithPopups runs the click next to the real popups
-// watchdog: it answers the alert from its own goroutine while the click's
-// mouse event is blocked, and the click reports the dialog.
-func TestActionsClickDialogWithPopups(t *testing.T) {
-	env := testbrowser.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, session.WithWatchdogs(NewActions(ActionsConfig{}), NewPopups(PopupsConfig{})))
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := s.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
-	at := &actionsT{t: t, ctx: ctx, s: s, env: env}
-	at.navigate("/actions-click.html")
-	res, err := bus.Call(ctx, s.Bus(), events.ClickElement, events.ClickElementEvent{Target: at.el("#alert")})
-	if err != nil {
-		t.Fatalf("click: %v", err)
-	}
-	if res.Outcome.Verdict != events.VerdictDialog || !strings.Contains(res.Outcome.Detail, "alert dialog") {
-		t.Fatalf("verdict %s (%s), want dialog", res.Outcome.Verdict, res.Outcome.Detail)
-	}
-}
-
 // An action releases the page objects it resolved, so a long session on one
 // page does not accumulate them.
 func TestActionsReleaseObjects(t *testing.T) {
-	at := actionsStart(t, "/actions-click.html", ActionsConfig{})
+	at := start(t, "/actions-click.html", Config{})
 	tg := at.el("#cb")
-	el, err := actionsResolveNode(at.ctx, at.page(), cdpproto.BackendNodeID(tg.Element.BackendNodeID), "the checkbox")
+	el, err := resolveNode(at.ctx, at.page(), cdpproto.BackendNodeID(tg.Element.BackendNodeID), "the checkbox")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := callOn(at.ctx, el.sess, el.obj, `function() { return 1 }`, nil); err != nil {
+	if err := pagejs.CallOn(at.ctx, el.sess, el.obj, `function() { return 1 }`, nil); err != nil {
 		t.Fatalf("object unusable before the action ended: %v", err)
 	}
-	run := NewActions(ActionsConfig{}).actionsBegin(at.ctx, at.s, el.sess)
+	run := New(Config{}).begin(at.ctx, at.s, el.sess)
 	run.end(at.ctx, nil)
 	// The release is sent without waiting; a later call on the session is
 	// answered after it.
-	err = callOn(at.ctx, el.sess, el.obj, `function() { return 1 }`, nil)
+	err = pagejs.CallOn(at.ctx, el.sess, el.obj, `function() { return 1 }`, nil)
 	if err == nil || !strings.Contains(err.Error(), "object") {
 		t.Fatalf("object still alive after the action: %v", err)
+	}
+}
+
+// assertFailedWithEvidence checks what every failed action returns: the
+// error is an *events.ActionError carrying the outcome, and the outcome
+// (in the result and in the error) says failed, why, and where the page
+// was before and after.
+func assertFailedWithEvidence(t *testing.T, what string, o events.ActionOutcome, err error, wantURL string) {
+	t.Helper()
+	var ae *events.ActionError
+	if !errors.As(err, &ae) {
+		t.Fatalf("%s: error %v is not an *events.ActionError", what, err)
+	}
+	for _, oc := range []events.ActionOutcome{o, ae.Outcome} {
+		if oc.Verdict != events.VerdictFailed || oc.Detail == "" {
+			t.Fatalf("%s: outcome %+v, want failed with a detail", what, oc)
+		}
+		if oc.Before.URL != wantURL || oc.After.URL != wantURL || oc.Before.Fingerprint == "" || oc.After.Fingerprint == "" {
+			t.Fatalf("%s: evidence before %+v after %+v, want the page %s", what, oc.Before, oc.After, wantURL)
+		}
+	}
+}
+
+// Failures that happen after the action touched the page and failures
+// refused before it did both carry the verdict and the evidence.
+func TestActionsFailuresCarryEvidence(t *testing.T) {
+	at := start(t, "/actions-click.html", Config{})
+	page := at.env.URL("/actions-click.html")
+	// A right-click cannot fall back to JavaScript: a covered target fails.
+	res, err := bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: at.el("#covered"), Button: events.ButtonRight})
+	if err == nil || !strings.Contains(err.Error(), "covered by") {
+		t.Fatalf("right-click on a covered button: %v", err)
+	}
+	assertFailedWithEvidence(t, "covered right-click", res.Outcome, err, page)
+	// A <select> is refused before anything is clicked.
+	res, err = bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: at.el("#sel")})
+	if err == nil {
+		t.Fatal("clicking a <select> succeeded")
+	}
+	assertFailedWithEvidence(t, "select", res.Outcome, err, page)
+	// Typing into a checkbox, scrolling by a negative amount, an evaluation
+	// that throws: all the same shape.
+	tr, err := bus.Call(at.ctx, at.s.Bus(), events.TypeText, events.TypeTextEvent{Target: at.el("#cb"), Text: "x"})
+	assertFailedWithEvidence(t, "type into a checkbox", tr.Outcome, err, page)
+	sr, err := bus.Call(at.ctx, at.s.Bus(), events.Scroll, events.ScrollEvent{Amount: -5})
+	assertFailedWithEvidence(t, "negative scroll", sr.Outcome, err, page)
+	er, err := bus.Call(at.ctx, at.s.Bus(), events.Evaluate, events.EvaluateEvent{Code: "(() => { throw new Error('nope') })()"})
+	if !errors.Is(err, pagejs.ErrScript) || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("evaluate that throws: %v", err)
+	}
+	assertFailedWithEvidence(t, "evaluate", er.Outcome, err, page)
+}
+
+// Evaluate returns the script's value as JSON text, awaits promises, caps
+// the result, and reports what the script did to the page.
+func TestActionsEvaluate(t *testing.T) {
+	at := start(t, "/actions-click.html", Config{})
+	for code, want := range map[string]string{
+		"1 + 1":                          "2",
+		"Promise.resolve({a: [1, 'x']})": `{"a":[1,"x"]}`,
+		"undefined":                      "undefined",
+		"null":                           "null",
+		"document.title":                 `"Actions click"`,
+	} {
+		res, err := bus.Call(at.ctx, at.s.Bus(), events.Evaluate, events.EvaluateEvent{Code: code})
+		if err != nil || res.Value != want || res.Truncated {
+			t.Errorf("%s = %q (truncated %v), %v; want %q", code, res.Value, res.Truncated, err, want)
+		}
+	}
+	res, err := bus.Call(at.ctx, at.s.Bus(), events.Evaluate, events.EvaluateEvent{Code: "'x'.repeat(100)", MaxResultBytes: 10})
+	if err != nil || len(res.Value) != 10 || !res.Truncated {
+		t.Fatalf("capped result %q truncated %v: %v", res.Value, res.Truncated, err)
+	}
+	res, err = bus.Call(at.ctx, at.s.Bus(), events.Evaluate, events.EvaluateEvent{Code: "document.body.appendChild(document.createElement('div')), 1"})
+	if err != nil || res.Outcome.Verdict != events.VerdictChanged {
+		t.Fatalf("a script that changed the page: verdict %q, %v", res.Outcome.Verdict, err)
+	}
+	if _, err := bus.Call(at.ctx, at.s.Bus(), events.Evaluate, events.EvaluateEvent{}); err == nil {
+		t.Fatal("empty code accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package watchdogs
+package actions
 
 import (
 	"testing"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
 	"github.com/browseragent/browseragent/session"
 )
 
@@ -16,10 +17,10 @@ import (
 // by index → selector map → CDP (resolve, scroll, quads, metrics, hit test,
 // three mouse events) → evidence before and after → verdict.
 func BenchmarkClickByIndex(b *testing.B) {
-	at := actionsStart(b, "/actions-click.html", ActionsConfig{})
+	at := start(b, "/actions-click.html", Config{})
 	btn := at.el("#btn")
 	at.s.SetSelectorMap(&session.SelectorMap{TargetID: at.s.FocusedTab(), Elements: map[int]events.ElementInfo{
-		1: {BackendNodeID: btn.Element.BackendNodeID, TargetID: btn.Element.TargetID, SessionID: btn.Element.SessionID},
+		1: {Index: 1, ElementRef: *btn.Element},
 	}})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -34,7 +35,7 @@ func BenchmarkClickByIndex(b *testing.B) {
 // element: DOM.scrollIntoViewIfNeeded, DOM.getContentQuads,
 // DOM.getNodeForLocation and three Input.dispatchMouseEvent.
 func BenchmarkClickRawCDP(b *testing.B) {
-	at := actionsStart(b, "/actions-click.html", ActionsConfig{})
+	at := start(b, "/actions-click.html", Config{})
 	btn := at.el("#btn")
 	ps := at.page()
 	id := cdpproto.BackendNodeID(btn.Element.BackendNodeID)
@@ -49,7 +50,7 @@ func BenchmarkClickRawCDP(b *testing.B) {
 			b.Fatal(err)
 		}
 		x, y := (q.Quads[0][0]+q.Quads[0][4])/2, (q.Quads[0][1]+q.Quads[0][5])/2
-		hit, err := cdpproto.Call(ctx, ps, dom.GetNodeForLocation, dom.GetNodeForLocationParams{X: int64(x), Y: int64(y), IncludeUserAgentShadowDOM: ptr(true)})
+		hit, err := cdpproto.Call(ctx, ps, dom.GetNodeForLocation, dom.GetNodeForLocationParams{X: int64(x), Y: int64(y), IncludeUserAgentShadowDOM: pagejs.Ptr(true)})
 		if err != nil || hit.BackendNodeID != id {
 			b.Fatalf("hit test: %v", err)
 		}

@@ -1,7 +1,8 @@
-package watchdogs
+package actions
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"math"
@@ -13,71 +14,72 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
 	"github.com/browseragent/browseragent/session"
 )
 
 // Click methods reported in events.ClickResult.Method.
 const (
-	actionsMethodMouse = "mouse"
-	actionsMethodJS    = "js_fallback"
+	methodMouse = "mouse"
+	methodJS    = "js_fallback"
 )
 
-const actionsJSClick = `function(){
-  if (typeof this.click === 'function') this.click();
-  else this.dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true, composed: true, view: window}));
-}`
+// jsClickJS clicks with JavaScript (the fallback).
+//
+//go:embed js/js_click.js
+var jsClickJS string
 
-const actionsCheckedJS = `function(){
-  if (this.localName === 'input') return this.checked;
-  return this.getAttribute('aria-checked') === 'true';
-}`
+// checkedJS reads an element's checked state.
+//
+//go:embed js/checked.js
+var checkedJS string
 
-// actionsFailed is the outcome of an action that failed before it touched
+// failedOutcome is the outcome of an action that failed before it touched
 // the page (no evidence is read for it).
-func actionsFailed(err error) events.ActionOutcome {
+func failedOutcome(err error) events.ActionOutcome {
 	return events.ActionOutcome{Verdict: events.VerdictFailed, Detail: err.Error()}
 }
 
-// actionsClick handles ClickElement.
-func (a *Actions) actionsClick(ctx context.Context, s *session.Session, ev events.ClickElementEvent) (events.ClickResult, error) {
+// click handles ClickElement.
+func (a *Watchdog) click(ctx context.Context, s *session.Session, ev events.ClickElementEvent) (events.ClickResult, error) {
 	var res events.ClickResult
-	el, err := a.actionsResolve(ctx, s, ev.Target)
+	el, err := a.resolve(ctx, s, ev.Target)
 	if err != nil {
-		res.Outcome = actionsFailed(err)
+		res.Outcome = failedOutcome(err)
 		return res, err
 	}
-	name := actionsTargetName(ev.Target)
+	name := targetName(ev.Target)
 	switch {
 	case el.info.Tag == "select":
-		err = fmt.Errorf("watchdogs: %s is a <select> dropdown: clicking it does not choose an option; use select_dropdown with the option's text (dropdown_options lists them)", name)
+		err = fmt.Errorf("actions: %s is a <select> dropdown: clicking it does not choose an option; use select_dropdown with the option's text (dropdown_options lists them)", name)
 	case el.info.Tag == "input" && el.info.Type == "file":
-		err = fmt.Errorf("watchdogs: %s is a file input: clicking it opens a file chooser the agent cannot use; use upload_file with the file's path", name)
+		err = fmt.Errorf("actions: %s is a file input: clicking it opens a file chooser the agent cannot use; use upload_file with the file's path", name)
 	}
 	if err != nil {
-		res.Outcome = actionsFailed(err)
+		res.Outcome = failedOutcome(err)
 		return res, err
 	}
-	run := a.actionsBegin(ctx, s, el.sess)
+	run := a.begin(ctx, s, el.sess)
 	run.mayBeDL = el.info.Link
-	err = a.actionsClickElement(ctx, el, ev.Button, &res, run)
+	err = a.clickElement(ctx, el, ev.Button, &res, run)
 	res.Outcome = run.end(ctx, err)
 	return res, err
 }
 
-// actionsClickElement clicks a resolved element with real mouse events at
+// clickElement clicks a resolved element with real mouse events at
 // a visible point that a hit test proves reaches it; it falls back to a
 // JavaScript click only when the element is covered or has no box, and says
 // so. Checkboxes and radios are verified.
-func (a *Actions) actionsClickElement(ctx context.Context, el *actionsElement, button events.MouseButton, res *events.ClickResult, run *actionsRun) error {
-	p, err := actionsVisiblePoint(ctx, el)
+func (a *Watchdog) clickElement(ctx context.Context, el *element, button events.MouseButton, res *events.ClickResult, run *actionRun) error {
+	p, err := visiblePoint(ctx, el)
 	var why string
 	switch {
-	case errors.Is(err, actionsNoGeometry):
+	case errors.Is(err, errNoGeometry):
 		why = "the element has no visible box"
 	case err != nil:
 		return err
 	default:
-		ok, cover, err := actionsHitTest(ctx, el, p)
+		ok, cover, err := hitTest(ctx, el, p)
 		if err != nil {
 			return err
 		}
@@ -87,39 +89,39 @@ func (a *Actions) actionsClickElement(ctx context.Context, el *actionsElement, b
 		res.X, res.Y = p.X, p.Y
 	}
 	if why == "" {
-		if err := actionsMouseClick(ctx, el.sess, p.X, p.Y, button); err != nil {
-			return fmt.Errorf("watchdogs: click: %w", err)
+		if err := mouseClick(ctx, el.sess, p.X, p.Y, button); err != nil {
+			return fmt.Errorf("actions: click: %w", err)
 		}
-		res.Method = actionsMethodMouse
+		res.Method = methodMouse
 	} else {
 		if button != "" && button != events.ButtonLeft {
-			return fmt.Errorf("watchdogs: cannot %s-click: %s", button, why)
+			return fmt.Errorf("actions: cannot %s-click: %s", button, why)
 		}
-		if err := callOn(ctx, el.sess, el.obj, actionsJSClick, nil); err != nil {
-			return fmt.Errorf("watchdogs: click (JavaScript, because %s): %w", why, err)
+		if err := pagejs.CallOn(ctx, el.sess, el.obj, jsClickJS, nil); err != nil {
+			return fmt.Errorf("actions: click (JavaScript, because %s): %w", why, err)
 		}
-		res.Method = actionsMethodJS
+		res.Method = methodJS
 		run.addDetail(why + "; clicked with JavaScript")
-		a.cfg.Logger.Debug("actions: JavaScript click fallback", zap.String("element", el.info.Desc), zap.String("reason", why))
+		a.logger(run.s).Debug("JavaScript click fallback", zap.String("element", el.info.Desc), zap.String("reason", why))
 	}
 	if el.info.Checked == nil {
 		return nil
 	}
 	before := *el.info.Checked
 	var after bool
-	if err := callOn(ctx, el.sess, el.obj, actionsCheckedJS, &after); err != nil {
-		return fmt.Errorf("watchdogs: reading checked state: %w", err)
+	if err := pagejs.CallOn(ctx, el.sess, el.obj, checkedJS, &after); err != nil {
+		return fmt.Errorf("actions: reading checked state: %w", err)
 	}
 	radio := el.info.Type == "radio" || el.info.Role == "radio"
 	toggled := after != before || (radio && before)
-	if !toggled && res.Method == actionsMethodMouse {
-		if err := callOn(ctx, el.sess, el.obj, actionsJSClick, nil); err != nil {
-			return fmt.Errorf("watchdogs: click (JavaScript, because the mouse click did not toggle it): %w", err)
+	if !toggled && res.Method == methodMouse {
+		if err := pagejs.CallOn(ctx, el.sess, el.obj, jsClickJS, nil); err != nil {
+			return fmt.Errorf("actions: click (JavaScript, because the mouse click did not toggle it): %w", err)
 		}
-		if err := callOn(ctx, el.sess, el.obj, actionsCheckedJS, &after); err != nil {
-			return fmt.Errorf("watchdogs: reading checked state: %w", err)
+		if err := pagejs.CallOn(ctx, el.sess, el.obj, checkedJS, &after); err != nil {
+			return fmt.Errorf("actions: reading checked state: %w", err)
 		}
-		res.Method = actionsMethodJS
+		res.Method = methodJS
 		run.addDetail("the mouse click did not change the checked state; clicked with JavaScript")
 	}
 	res.Checked = &after
@@ -132,30 +134,30 @@ func (a *Actions) actionsClickElement(ctx context.Context, el *actionsElement, b
 	return nil
 }
 
-// actionsClickCoordinate handles ClickCoordinate on the focused tab.
-func (a *Actions) actionsClickCoordinate(ctx context.Context, s *session.Session, ev events.ClickCoordinateEvent) (events.ClickResult, error) {
-	res := events.ClickResult{X: ev.X, Y: ev.Y, Method: actionsMethodMouse}
+// clickCoordinate handles ClickCoordinate on the focused tab.
+func (a *Watchdog) clickCoordinate(ctx context.Context, s *session.Session, ev events.ClickCoordinateEvent) (events.ClickResult, error) {
+	res := events.ClickResult{X: ev.X, Y: ev.Y, Method: methodMouse}
 	ps, err := s.PageSession("")
 	if err != nil {
-		res.Outcome = actionsFailed(err)
+		res.Outcome = failedOutcome(err)
 		return res, err
 	}
 	if math.IsNaN(ev.X) || math.IsNaN(ev.Y) || math.IsInf(ev.X, 0) || math.IsInf(ev.Y, 0) {
-		err := fmt.Errorf("watchdogs: click at (%v, %v): not a point", ev.X, ev.Y)
-		res.Outcome = actionsFailed(err)
+		err := fmt.Errorf("actions: click at (%v, %v): not a point", ev.X, ev.Y)
+		res.Outcome = failedOutcome(err)
 		return res, err
 	}
 	var target string
 	if !ev.Force {
 		lm, err := cdpproto.Call(ctx, ps, page.GetLayoutMetrics, cdpproto.Empty{})
 		if err != nil {
-			res.Outcome = actionsFailed(err)
+			res.Outcome = failedOutcome(err)
 			return res, err
 		}
 		vw, vh := lm.CSSVisualViewport.ClientWidth, lm.CSSVisualViewport.ClientHeight
 		if ev.X < 0 || ev.Y < 0 || ev.X >= vw || ev.Y >= vh {
-			err := fmt.Errorf("watchdogs: click at (%.0f, %.0f) is outside the %.0f×%.0f viewport", ev.X, ev.Y, vw, vh)
-			res.Outcome = actionsFailed(err)
+			err := fmt.Errorf("actions: click at (%.0f, %.0f) is outside the %.0f×%.0f viewport", ev.X, ev.Y, vw, vh)
+			res.Outcome = failedOutcome(err)
 			return res, err
 		}
 		hit, err := cdpproto.Call(ctx, ps, dom.GetNodeForLocation, dom.GetNodeForLocationParams{
@@ -163,47 +165,47 @@ func (a *Actions) actionsClickCoordinate(ctx context.Context, s *session.Session
 		})
 		if err != nil {
 			if ctx.Err() == nil {
-				err = fmt.Errorf("watchdogs: nothing to click at (%.0f, %.0f) (use force to click anyway)", ev.X, ev.Y)
+				err = fmt.Errorf("actions: nothing to click at (%.0f, %.0f) (use force to click anyway)", ev.X, ev.Y)
 			}
-			res.Outcome = actionsFailed(err)
+			res.Outcome = failedOutcome(err)
 			return res, err
 		}
-		if ho, err := cdpproto.Call(ctx, ps, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: hit.BackendNodeID, ObjectGroup: actionsObjectGroup}); err == nil && ho.Object != nil {
-			_ = callOn(ctx, ps, ho.Object.ObjectID, `function(){ return (`+actionsDescJS+`)(this); }`, &target)
+		if ho, err := cdpproto.Call(ctx, ps, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: hit.BackendNodeID, ObjectGroup: objectGroup}); err == nil && ho.Object != nil {
+			_ = pagejs.CallOn(ctx, ps, ho.Object.ObjectID, `function(){ return (`+descJS+`)(this); }`, &target)
 		}
 	}
-	run := a.actionsBegin(ctx, s, ps)
+	run := a.begin(ctx, s, ps)
 	if target != "" {
 		run.addDetail("clicked " + target)
 	}
-	err = actionsMouseClick(ctx, ps, ev.X, ev.Y, ev.Button)
+	err = mouseClick(ctx, ps, ev.X, ev.Y, ev.Button)
 	if err != nil {
-		err = fmt.Errorf("watchdogs: click: %w", err)
+		err = fmt.Errorf("actions: click: %w", err)
 	}
 	res.Outcome = run.end(ctx, err)
 	return res, err
 }
 
-// actionsHover handles Hover: the pointer moves over the element's visible
+// hover handles Hover: the pointer moves over the element's visible
 // point, so :hover styles and mouseenter/mouseover handlers run.
-func (a *Actions) actionsHover(ctx context.Context, s *session.Session, ev events.HoverEvent) (events.HoverResult, error) {
+func (a *Watchdog) hover(ctx context.Context, s *session.Session, ev events.HoverEvent) (events.HoverResult, error) {
 	var res events.HoverResult
-	el, err := a.actionsResolve(ctx, s, ev.Target)
+	el, err := a.resolve(ctx, s, ev.Target)
 	if err != nil {
-		res.Outcome = actionsFailed(err)
+		res.Outcome = failedOutcome(err)
 		return res, err
 	}
-	run := a.actionsBegin(ctx, s, el.sess)
+	run := a.begin(ctx, s, el.sess)
 	err = func() error {
-		p, err := actionsVisiblePoint(ctx, el)
-		if errors.Is(err, actionsNoGeometry) {
-			return fmt.Errorf("watchdogs: cannot hover %s: it has no visible box", actionsTargetName(ev.Target))
+		p, err := visiblePoint(ctx, el)
+		if errors.Is(err, errNoGeometry) {
+			return fmt.Errorf("actions: cannot hover %s: it has no visible box", targetName(ev.Target))
 		}
 		if err != nil {
 			return err
 		}
 		res.X, res.Y = p.X, p.Y
-		ok, cover, err := actionsHitTest(ctx, el, p)
+		ok, cover, err := hitTest(ctx, el, p)
 		if err != nil {
 			return err
 		}

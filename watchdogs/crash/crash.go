@@ -1,9 +1,31 @@
-package watchdogs
+// Package crash is the crash watchdog: it makes browser failures visible to
+// the agent and the trace, and restores a dropped connection to a remote
+// browser.
+//
+// It handles TargetCrashed (dispatched by the session), BrowserConnected
+// (it starts watching the browser process and the connection) and
+// BrowserStopped (it stops reconnecting). It emits BrowserError events, each
+// with Details["watchdog"] = "crash":
+//   - "TargetCrashed" when a tab's (or cross-site iframe's) renderer
+//     crashed, then applies its Policy;
+//   - "BrowserExited" when a browser the session launched exited (with the
+//     exit status), and "ConnectionLost" when the connection to it was lost
+//     while the process still runs;
+//   - for a dropped connection to a remote browser (Profile.CDPURL):
+//     BrowserReconnecting before each attempt (Session.Reconnect), then
+//     BrowserReconnected (with the downtime), or "ReconnectionFailed" after
+//     the last attempt ("ConnectionLost" if reconnecting is disabled).
+//
+// It never relaunches a browser or restarts the session. Calls pending on a
+// dead connection or tab fail on their own (cdp.ErrConnectionLost,
+// cdp.ErrTargetCrashed); this watchdog reports the cause.
+package crash
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -14,96 +36,83 @@ import (
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/routine"
 	"github.com/browseragent/browseragent/session"
 )
 
-// CrashPolicy says what the crash watchdog does after a tab's renderer
-// crashed. Every policy reports the crash first.
-type CrashPolicy string
+// Name is the crash watchdog's name and the name of its handlers.
+const Name = "crash"
+
+// Policy says what the crash watchdog does after a tab's renderer crashed.
+// Every policy reports the crash first.
+type Policy string
 
 const (
-	// CrashReportOnly reports the crash (BrowserError TargetCrashed) and
-	// leaves the dead tab open: calls on it fail with cdp.ErrTargetCrashed
-	// until the agent closes it. The default.
-	CrashReportOnly CrashPolicy = "report"
-	// CrashCloseTab also closes the crashed tab (CloseTab), so the session's
-	// focus moves to another tab.
-	CrashCloseTab CrashPolicy = "close_tab"
+	// ReportOnly reports the crash (BrowserError TargetCrashed) and leaves
+	// the dead tab open: calls on it fail with cdp.ErrTargetCrashed until
+	// the agent closes it. The default.
+	ReportOnly Policy = "report"
+	// CloseTab reports the crash and closes the crashed tab (dispatching
+	// events.CloseTab), so the session's focus moves to another tab.
+	CloseTab Policy = "close_tab"
 )
 
-// Crash watchdog defaults (browser-use's reconnect: 3 attempts, 1/2/4 s,
+// Reconnect and exit defaults (browser-use's reconnect: 3 attempts, 1/2/4 s,
 // 15 s each).
 const (
 	DefaultReconnectAttempts = 3
 	DefaultReconnectTimeout  = 15 * time.Second
 	// DefaultExitGrace is how long a lost connection to a launched browser
-	// waits for the process to be reaped before reporting a connection loss
-	// rather than an exit.
+	// waits for the process to end before it is reported as a connection
+	// loss rather than an exit.
 	DefaultExitGrace = 5 * time.Second
 )
 
 // DefaultReconnectBackoff is the wait before each reconnect attempt.
 var DefaultReconnectBackoff = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
 
-// CrashConfig configures the crash watchdog. The zero value is usable.
-type CrashConfig struct {
-	// Policy after a tab crash. Default CrashReportOnly.
-	Policy CrashPolicy
-	// ReconnectAttempts bounds the reconnects after the websocket to a remote
-	// browser (Profile.CDPURL) dropped. Default DefaultReconnectAttempts;
-	// negative: never reconnect (report the loss only).
+// ErrUnknownPolicy is wrapped by the Attach error of a crash watchdog
+// configured with a Policy it does not know.
+var ErrUnknownPolicy = errors.New("crash: unknown policy")
+
+// Config configures the crash watchdog. The zero value is usable.
+type Config struct {
+	// Policy after a tab crash. Default ReportOnly.
+	Policy Policy
+	// ReconnectAttempts bounds the reconnects after the connection to a
+	// remote browser (Profile.CDPURL) dropped; negative: never reconnect
+	// (report the loss only). Default DefaultReconnectAttempts.
 	ReconnectAttempts int
 	// ReconnectBackoff is the wait before attempt i (the last value repeats).
 	// Default DefaultReconnectBackoff.
 	ReconnectBackoff []time.Duration
 	// ReconnectTimeout bounds one attempt. Default DefaultReconnectTimeout.
 	ReconnectTimeout time.Duration
-	// ExitGrace: see DefaultExitGrace.
+	// ExitGrace is how long a lost connection to a launched browser waits
+	// for the process to end. Default DefaultExitGrace.
 	ExitGrace time.Duration
+	// Logger receives debug messages. Default: the session's logger, named
+	// "crash".
+	Logger *zap.Logger
 }
 
-// crashReconnector is what the crash watchdog needs from the session to
-// restore a dropped connection: redial the same endpoint, re-run target
-// discovery and auto-attach, re-adopt the tabs that still exist and restore
-// the focus if its tab still exists. Without it, an attempt only probes
-// whether the endpoint answers again.
-type crashReconnector interface {
-	Reconnect(ctx context.Context) error
-}
-
-// errCrashNoReconnect is an attempt's error when the endpoint answers but
-// the session cannot re-attach to it.
-var errCrashNoReconnect = errors.New("crash: the browser endpoint answers again, but this session cannot reconnect (session.Session has no Reconnect method)")
-
-// Crash is the crash watchdog (name "crash"). It reports, as BrowserError
-// events the agent and the trace see:
-//   - a tab's renderer crash (Type "TargetCrashed", from the session's
-//     TargetCrashed event), then applies its CrashPolicy;
-//   - the exit of a browser the session launched (Type "BrowserExited",
-//     with the exit status);
-//   - a dropped websocket to a remote browser: BrowserReconnecting for each
-//     attempt, then BrowserReconnected (with the downtime) or BrowserError
-//     "ReconnectionFailed".
-//
-// Its BrowserError events carry Details["watchdog"] = "crash". Calls pending
-// on a dead connection or tab fail on their own (cdp.ErrConnectionLost,
-// cdp.ErrTargetCrashed); this watchdog makes the cause visible.
-type Crash struct {
-	cfg CrashConfig
+// Watchdog is the crash watchdog; see the package documentation.
+type Watchdog struct {
+	cfg Config
 
 	mu      sync.Mutex
 	sess    *session.Session
+	log     *zap.Logger
+	group   *routine.Group     // the monitor; nil before Attach
+	quit    context.Context    // the monitor's: ends on BrowserStopped or Detach
+	halt    context.CancelFunc // ends quit
 	crashed []string
-	ctx     context.Context
-	cancel  context.CancelFunc
-	stopped bool
-	wg      sync.WaitGroup
 }
 
-// NewCrash returns the crash watchdog.
-func NewCrash(cfg CrashConfig) *Crash {
+// New returns a crash watchdog.
+func New(cfg Config) *Watchdog {
 	if cfg.Policy == "" {
-		cfg.Policy = CrashReportOnly
+		cfg.Policy = ReportOnly
 	}
 	if cfg.ReconnectAttempts == 0 {
 		cfg.ReconnectAttempts = DefaultReconnectAttempts
@@ -117,97 +126,95 @@ func NewCrash(cfg CrashConfig) *Crash {
 	if cfg.ExitGrace <= 0 {
 		cfg.ExitGrace = DefaultExitGrace
 	}
-	return &Crash{cfg: cfg}
+	return &Watchdog{cfg: cfg}
 }
 
 // Name implements session.Watchdog.
-func (c *Crash) Name() string { return "crash" }
+func (w *Watchdog) Name() string { return Name }
 
-// Attach implements session.Watchdog.
-func (c *Crash) Attach(s *session.Session) error {
-	switch c.cfg.Policy {
-	case CrashReportOnly, CrashCloseTab:
+// Attach implements session.Watchdog: it checks the policy and registers
+// the handlers.
+func (w *Watchdog) Attach(s *session.Session) error {
+	switch w.cfg.Policy {
+	case ReportOnly, CloseTab:
 	default:
-		return fmt.Errorf("crash: unknown policy %q (want %q or %q)", c.cfg.Policy, CrashReportOnly, CrashCloseTab)
+		return fmt.Errorf("%w %q (want %q or %q)", ErrUnknownPolicy, w.cfg.Policy, ReportOnly, CloseTab)
 	}
-	c.mu.Lock()
-	c.sess = s
-	c.crashed = nil
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.stopped = false
-	c.mu.Unlock()
+	log := w.cfg.Logger
+	if log == nil {
+		log = s.Logger().Named(Name)
+	}
+	g := routine.New(context.Background())
+	quit, halt := context.WithCancel(g.Context())
+	w.mu.Lock()
+	w.sess, w.log, w.group, w.quit, w.halt = s, log, g, quit, halt
+	w.crashed = nil
+	w.mu.Unlock()
 	return errors.Join(
-		register(s.Bus(), c.Name(), events.TargetCrashed, c.crashOnTargetCrashed),
-		register(s.Bus(), c.Name(), events.BrowserConnected, c.crashOnConnected),
+		session.Handle(s, events.TargetCrashed, Name, w.onTargetCrashed),
+		session.Handle(s, events.BrowserConnected, Name, w.onConnected),
+		session.Handle(s, events.BrowserStopped, Name, w.onStopped),
 	)
 }
 
-// Detach implements session.Detacher: it stops the monitor (and any
-// reconnect in progress).
-func (c *Crash) Detach(context.Context) error {
-	c.mu.Lock()
-	c.stopped = true
-	if c.cancel != nil {
-		c.cancel()
+// Detach implements session.Detacher: it stops the monitor (and a reconnect
+// in progress) and waits for it until ctx ends.
+func (w *Watchdog) Detach(ctx context.Context) error {
+	w.mu.Lock()
+	g := w.group
+	w.mu.Unlock()
+	if g == nil {
+		return nil
 	}
-	c.mu.Unlock()
-	c.wg.Wait()
+	if err := g.Stop(ctx); err != nil {
+		return fmt.Errorf("crash: stopping: %w", err)
+	}
 	return nil
 }
 
 // Crashed returns the targets whose renderer crashed since Start.
-func (c *Crash) Crashed() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.crashed)
+func (w *Watchdog) Crashed() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.crashed)
 }
 
-func (c *Crash) crashLog() *zap.Logger {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sess == nil {
-		return zap.NewNop()
-	}
-	return c.sess.Logger().Named("crash")
-}
-
-func (c *Crash) crashEmitError(ctx context.Context, s *session.Session, typ, msg string, details map[string]string) {
+func (w *Watchdog) emitError(ctx context.Context, s *session.Session, typ, msg string, details map[string]string) {
 	b := s.Bus()
 	if b == nil {
 		return
 	}
-	d := map[string]string{"watchdog": "crash"}
-	for k, v := range details {
-		d[k] = v
-	}
+	d := map[string]string{"watchdog": Name}
+	maps.Copy(d, details)
 	bus.Emit(ctx, b, events.BrowserError, events.BrowserErrorEvent{Type: typ, Message: msg, Details: d})
 }
 
-func (c *Crash) crashOnTargetCrashed(ctx context.Context, ev events.TargetCrashedEvent) (events.None, error) {
-	c.mu.Lock()
-	s := c.sess
+func (w *Watchdog) onTargetCrashed(ctx context.Context, ev events.TargetCrashedEvent) (events.None, error) {
+	w.mu.Lock()
+	s := w.sess
 	// The session may report one crash twice (Inspector.targetCrashed and
 	// Target.targetCrashed).
-	if slices.Contains(c.crashed, ev.TargetID) {
-		c.mu.Unlock()
+	if slices.Contains(w.crashed, ev.TargetID) {
+		w.mu.Unlock()
 		return events.None{}, nil
 	}
-	c.crashed = append(c.crashed, ev.TargetID)
-	c.mu.Unlock()
+	w.crashed = append(w.crashed, ev.TargetID)
+	w.mu.Unlock()
 
 	isTab := slices.ContainsFunc(s.Tabs(), func(t events.TabInfo) bool { return t.TargetID == ev.TargetID })
 	what := "a cross-site frame"
 	if isTab {
 		what = "the tab"
 	}
-	msg := fmt.Sprintf("%s %s crashed (%s): its page is gone and actions on it fail", what, crashShort(ev.TargetID), ev.Error)
-	if c.cfg.Policy == CrashCloseTab && isTab {
+	closeIt := w.cfg.Policy == CloseTab && isTab
+	msg := fmt.Sprintf("%s %s crashed (%s): its page is gone and actions on it fail", what, shortID(ev.TargetID), ev.Error)
+	if closeIt {
 		msg += "; closing it"
 	} else if isTab {
 		msg += "; close it or switch to another tab"
 	}
-	c.crashEmitError(ctx, s, "TargetCrashed", msg, map[string]string{"target_id": ev.TargetID, "error": ev.Error})
-	if c.cfg.Policy == CrashCloseTab && isTab {
+	w.emitError(ctx, s, "TargetCrashed", msg, map[string]string{"target_id": ev.TargetID, "error": ev.Error})
+	if closeIt {
 		if _, err := bus.Call(ctx, s.Bus(), events.CloseTab, events.CloseTabEvent{TargetID: ev.TargetID}); err != nil {
 			return events.None{}, fmt.Errorf("crash: closing crashed tab %s: %w", ev.TargetID, err)
 		}
@@ -215,32 +222,40 @@ func (c *Crash) crashOnTargetCrashed(ctx context.Context, ev events.TargetCrashe
 	return events.None{}, nil
 }
 
-func crashShort(id string) string {
+// shortID is the tail of a target id, as tabs are named to the model.
+func shortID(id string) string {
 	if len(id) > 4 {
 		return id[len(id)-4:]
 	}
 	return id
 }
 
-func (c *Crash) crashOnConnected(_ context.Context, ev events.BrowserConnectedEvent) (events.None, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stopped || c.sess == nil {
-		return events.None{}, nil
-	}
-	s := c.sess
+// onConnected starts the monitor of the browser and the connection.
+func (w *Watchdog) onConnected(_ context.Context, ev events.BrowserConnectedEvent) (events.None, error) {
+	w.mu.Lock()
+	s, g, quit := w.sess, w.group, w.quit
+	w.mu.Unlock()
 	endpoint := s.Profile().CDPURL
 	if endpoint == "" {
 		endpoint = ev.CDPURL
 	}
-	c.wg.Add(1)
-	go c.crashMonitor(c.ctx, s, endpoint)
+	// Fails only once Detach began: nothing left to watch then.
+	_ = g.Go("crash monitor", func(context.Context) { w.monitor(quit, s, endpoint) })
 	return events.None{}, nil
 }
 
-// crashMonitor watches the browser process and the connection until Detach.
-func (c *Crash) crashMonitor(ctx context.Context, s *session.Session, endpoint string) {
-	defer c.wg.Done()
+// onStopped ends reconnecting as soon as the session stops: Session.Reconnect
+// would wait for Stop, and Stop waits for this watchdog's Detach.
+func (w *Watchdog) onStopped(context.Context, events.BrowserStoppedEvent) (events.None, error) {
+	w.mu.Lock()
+	halt := w.halt
+	w.mu.Unlock()
+	halt()
+	return events.None{}, nil
+}
+
+// monitor watches the browser process and the connection until ctx ends.
+func (w *Watchdog) monitor(ctx context.Context, s *session.Session, endpoint string) {
 	browser := s.Browser()
 	var exited <-chan struct{}
 	if browser != nil {
@@ -255,7 +270,7 @@ func (c *Crash) crashMonitor(ctx context.Context, s *session.Session, endpoint s
 		case <-ctx.Done():
 			return
 		case <-exited:
-			c.crashReportExit(ctx, s, browser)
+			w.reportExit(ctx, s, browser)
 			return
 		case <-conn.Done():
 		}
@@ -264,66 +279,65 @@ func (c *Crash) crashMonitor(ctx context.Context, s *session.Session, endpoint s
 			return // closed by Stop
 		}
 		if browser != nil {
-			// A launched browser: the usual cause is its death.
-			select {
-			case <-ctx.Done():
-			case <-exited:
-				c.crashReportExit(ctx, s, browser)
-			case <-time.After(c.cfg.ExitGrace):
-				c.crashEmitError(ctx, s, "ConnectionLost",
-					fmt.Sprintf("the connection to the launched browser (pid %d) was lost while the process still runs: %v; restart the session", browser.PID(), lost),
-					map[string]string{"pid": strconv.Itoa(browser.PID())})
-			}
+			w.launchedLost(ctx, s, browser, exited, lost)
 			return
 		}
-		if !c.crashReconnect(ctx, s, endpoint, lost) {
+		if !w.reconnect(ctx, s, endpoint, lost) {
 			return
 		}
 		// Reconnected: watch the new connection.
 	}
 }
 
-func (c *Crash) crashReportExit(ctx context.Context, s *session.Session, browser *cdp.Browser) {
+// launchedLost reports a lost connection to a launched browser: usually its
+// death, reported as such if the process ends within ExitGrace.
+func (w *Watchdog) launchedLost(ctx context.Context, s *session.Session, browser *cdp.Browser, exited <-chan struct{}, lost error) {
+	grace := time.NewTimer(w.cfg.ExitGrace)
+	defer grace.Stop()
+	select {
+	case <-ctx.Done():
+	case <-exited:
+		w.reportExit(ctx, s, browser)
+	case <-grace.C:
+		w.emitError(ctx, s, "ConnectionLost",
+			fmt.Sprintf("the connection to the launched browser (pid %d) was lost while the process still runs: %v; restart the session", browser.PID(), lost),
+			map[string]string{"pid": strconv.Itoa(browser.PID())})
+	}
+}
+
+func (w *Watchdog) reportExit(ctx context.Context, s *session.Session, browser *cdp.Browser) {
 	status := "exited"
 	if err := browser.Wait(); err != nil {
 		status = err.Error()
 	}
-	c.crashEmitError(ctx, s, "BrowserExited",
+	w.emitError(ctx, s, "BrowserExited",
 		fmt.Sprintf("the browser process (pid %d) ended (%s): every tab is gone and actions fail; restart the session", browser.PID(), status),
 		map[string]string{"pid": strconv.Itoa(browser.PID()), "status": status})
 }
 
-// crashReconnect runs the bounded reconnect attempts after lost. It reports
+// reconnect runs the bounded reconnect attempts after lost. It reports
 // whether the session is connected again.
-func (c *Crash) crashReconnect(ctx context.Context, s *session.Session, endpoint string, lost error) bool {
-	n := c.cfg.ReconnectAttempts
+func (w *Watchdog) reconnect(ctx context.Context, s *session.Session, endpoint string, lost error) bool {
+	n := w.cfg.ReconnectAttempts
 	if n < 0 {
-		c.crashEmitError(ctx, s, "ConnectionLost", fmt.Sprintf("the connection to %s was lost: %v", endpoint, lost), map[string]string{"cdp_url": endpoint})
+		w.emitError(ctx, s, "ConnectionLost", fmt.Sprintf("the connection to %s was lost: %v", endpoint, lost), map[string]string{"cdp_url": endpoint})
 		return false
 	}
 	b := s.Bus()
 	start := time.Now()
-	rec, canReconnect := any(s).(crashReconnector)
 	var last error
 	for attempt := 1; attempt <= n; attempt++ {
-		wait := c.cfg.ReconnectBackoff[min(attempt-1, len(c.cfg.ReconnectBackoff)-1)]
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, w.cfg.ReconnectBackoff[min(attempt-1, len(w.cfg.ReconnectBackoff)-1)]) {
 			return false
-		case <-time.After(wait):
 		}
 		if b != nil {
 			bus.Emit(ctx, b, events.BrowserReconnecting, events.BrowserReconnectingEvent{CDPURL: endpoint, Attempt: attempt, MaxAttempts: n})
 		}
-		actx, cancel := context.WithTimeout(ctx, c.cfg.ReconnectTimeout)
-		if canReconnect {
-			last = rec.Reconnect(actx)
-		} else {
-			last = crashProbe(actx, endpoint, s.Profile().CDPHeaders)
-		}
+		actx, cancel := context.WithTimeout(ctx, w.cfg.ReconnectTimeout)
+		last = s.Reconnect(actx)
 		cancel()
-		if ctx.Err() != nil {
-			return false
+		if ctx.Err() != nil || errors.Is(last, session.ErrNotStarted) {
+			return false // the session is stopping or stopped
 		}
 		if last == nil {
 			if b != nil {
@@ -331,21 +345,22 @@ func (c *Crash) crashReconnect(ctx context.Context, s *session.Session, endpoint
 			}
 			return true
 		}
-		c.crashLog().Debug("reconnect attempt failed", zap.Int("attempt", attempt), zap.Error(last))
+		w.log.Debug("reconnect attempt failed", zap.Int("attempt", attempt), zap.Error(last))
 	}
-	c.crashEmitError(ctx, s, "ReconnectionFailed",
+	w.emitError(ctx, s, "ReconnectionFailed",
 		fmt.Sprintf("the connection to %s was lost (%v) and %d reconnect attempts failed, the last with: %v", endpoint, lost, n, last),
 		map[string]string{"cdp_url": endpoint, "attempts": strconv.Itoa(n)})
 	return false
 }
 
-// crashProbe dials the endpoint and hangs up: without the session's help an
-// attempt can only tell whether the browser answers.
-func crashProbe(ctx context.Context, endpoint string, h map[string][]string) error {
-	conn, err := cdp.Connect(ctx, endpoint, cdp.WithHeader(h))
-	if err != nil {
-		return err
+// sleep waits d, or until ctx ends; it reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
-	conn.Close()
-	return errCrashNoReconnect
 }

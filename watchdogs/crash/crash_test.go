@@ -1,4 +1,4 @@
-package watchdogs
+package crash
 
 import (
 	"context"
@@ -14,24 +14,29 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
 
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
 	"github.com/browseragent/browseragent/internal/testbrowser"
+	"github.com/browseragent/browseragent/internal/wdtest"
 	"github.com/browseragent/browseragent/session"
 )
 
-func crashTabGone(s *session.Session, id string) bool {
+func TestMain(m *testing.M) { testbrowser.Main(m) }
+
+func tabGone(s *session.Session, id string) bool {
 	return !slices.ContainsFunc(s.Tabs(), func(t events.TabInfo) bool { return t.TargetID == id })
 }
 
 func TestCrashTabCrashReported(t *testing.T) {
-	for _, policy := range []CrashPolicy{CrashReportOnly, CrashCloseTab} {
+	for _, policy := range []Policy{ReportOnly, CloseTab} {
 		t.Run(string(policy), func(t *testing.T) {
-			w := NewCrash(CrashConfig{Policy: policy})
-			s, env, rec, ctx := popConnect(t, session.Profile{}, w)
-			popNavigate(t, ctx, s, env.URL("/index.html"))
+			w := New(Config{Policy: policy})
+			s, env, rec, ctx := wdtest.Connect(t, session.Profile{}, w)
+			wdtest.Navigate(t, ctx, s, env.URL("/index.html"))
 			tab := s.FocusedTab()
 			cs, err := s.PageSession(tab)
 			if err != nil {
@@ -40,7 +45,7 @@ func TestCrashTabCrashReported(t *testing.T) {
 			// Page.crash never answers: the renderer is gone.
 			crashedAt := time.Now()
 			cs.Send(ctx, page.CommandCrash, nil)
-			ev := popWaitEvent(t, rec, 30*time.Second, func(e events.BrowserErrorEvent) bool {
+			ev := wdtest.WaitEvent(t, rec, 30*time.Second, func(e events.BrowserErrorEvent) bool {
 				return e.Type == "TargetCrashed" && e.Details["target_id"] == tab && e.Details["watchdog"] == "crash"
 			})
 			t.Logf("crash reported after %s: %s", time.Since(crashedAt), ev.Message)
@@ -52,12 +57,12 @@ func TestCrashTabCrashReported(t *testing.T) {
 			}
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			if err := evaluate(cctx, cs, `1+1`, nil); !errors.Is(err, cdp.ErrTargetCrashed) {
+			if err := pagejs.Evaluate(cctx, cs, `1+1`, nil); !errors.Is(err, cdp.ErrTargetCrashed) {
 				t.Fatalf("call on the crashed tab: %v, want ErrTargetCrashed", err)
 			}
-			if policy == CrashCloseTab {
+			if policy == CloseTab {
 				deadline := time.Now().Add(30 * time.Second)
-				for !crashTabGone(s, tab) {
+				for !tabGone(s, tab) {
 					if time.Now().After(deadline) {
 						t.Fatalf("crashed tab still open: %v", s.Tabs())
 					}
@@ -66,7 +71,7 @@ func TestCrashTabCrashReported(t *testing.T) {
 				if s.FocusedTab() == tab {
 					t.Fatal("focus still on the closed tab")
 				}
-			} else if crashTabGone(s, tab) {
+			} else if tabGone(s, tab) {
 				t.Fatal("report-only policy closed the tab")
 			}
 		})
@@ -74,15 +79,10 @@ func TestCrashTabCrashReported(t *testing.T) {
 }
 
 func TestCrashLaunchedBrowserKilled(t *testing.T) {
-	env := testbrowser.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	rec := &popRecorder{}
-	s := session.New(session.Profile{}, session.WithWatchdogs(rec, NewCrash(CrashConfig{})))
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	env := testbrowser.Start(t) // the fixture server
+	s, rec, ctx := wdtest.Launch(t, session.Profile{}, New(Config{}))
 	defer func() {
+		// Stopped here, not by wdtest's cleanup: an error is expected.
 		if err := s.Stop(ctx); err != nil {
 			t.Logf("Stop after the kill: %v", err)
 		}
@@ -114,7 +114,7 @@ func TestCrashLaunchedBrowserKilled(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the navigation did not fail after the browser died")
 	}
-	ev := popWaitEvent(t, rec, 30*time.Second, func(e events.BrowserErrorEvent) bool {
+	ev := wdtest.WaitEvent(t, rec, 30*time.Second, func(e events.BrowserErrorEvent) bool {
 		return e.Type == "BrowserExited" && e.Details["watchdog"] == "crash"
 	})
 	t.Logf("exit reported: %s", ev.Message)
@@ -123,8 +123,8 @@ func TestCrashLaunchedBrowserKilled(t *testing.T) {
 	}
 }
 
-// crashProxy forwards TCP connections to target until cut.
-type crashProxy struct {
+// proxy forwards TCP connections to target until cut.
+type proxy struct {
 	ln     net.Listener
 	target string
 	mu     sync.Mutex
@@ -132,19 +132,19 @@ type crashProxy struct {
 	wg     sync.WaitGroup
 }
 
-func crashNewProxy(t *testing.T, target string) *crashProxy {
+func newProxy(t *testing.T, target string) *proxy {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &crashProxy{ln: ln, target: target}
+	p := &proxy{ln: ln, target: target}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(func() { ln.Close(); p.cut(); p.wg.Wait() })
 	return p
 }
 
-func (p *crashProxy) accept() {
+func (p *proxy) accept() {
 	defer p.wg.Done()
 	for {
 		c, err := p.ln.Accept()
@@ -165,8 +165,32 @@ func (p *crashProxy) accept() {
 	}
 }
 
+// proxied returns the shared test browser and a proxy to its DevTools
+// endpoint, with the endpoint's URL through the proxy.
+func proxied(t *testing.T) (*testbrowser.Env, *proxy, string) {
+	t.Helper()
+	env := testbrowser.Start(t)
+	ws, err := url.Parse(env.Browser.WebSocketURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProxy(t, ws.Host)
+	ws.Host = p.ln.Addr().String()
+	return env, p, ws.String()
+}
+
+// closeAtCleanup closes a tab of the shared browser that a session which
+// lost its connection could not close itself.
+func closeAtCleanup(t *testing.T, ctx context.Context, env *testbrowser.Env, tab string) {
+	t.Cleanup(func() {
+		if err := env.Conn.CloseTarget(ctx, target.ID(tab)); err != nil {
+			t.Logf("closing the session's tab: %v", err)
+		}
+	})
+}
+
 // cut drops every open connection; new ones are still accepted.
-func (p *crashProxy) cut() {
+func (p *proxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.conns {
@@ -176,43 +200,37 @@ func (p *crashProxy) cut() {
 }
 
 func TestCrashRemoteReconnectGivesUp(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := wdtest.Ctx(t)
 	remote, err := cdp.Launch(ctx, cdp.LaunchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer remote.Close(ctx)
-	rec := &popRecorder{}
-	s := session.New(session.Profile{CDPURL: remote.WebSocketURL()}, session.WithWatchdogs(rec,
-		NewCrash(CrashConfig{ReconnectAttempts: 2, ReconnectBackoff: []time.Duration{10 * time.Millisecond, 50 * time.Millisecond}, ReconnectTimeout: 10 * time.Second})))
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop(ctx)
+	s, _, rec, _ := wdtest.Connect(t, session.Profile{CDPURL: remote.WebSocketURL()},
+		New(Config{ReconnectAttempts: 2, ReconnectBackoff: []time.Duration{10 * time.Millisecond, 50 * time.Millisecond}, ReconnectTimeout: 10 * time.Second}))
 
 	if err := remote.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 2; i++ {
-		popWaitEvent(t, rec, 30*time.Second, func(e events.BrowserReconnectingEvent) bool {
+		wdtest.WaitEvent(t, rec, 30*time.Second, func(e events.BrowserReconnectingEvent) bool {
 			return e.Attempt == i && e.MaxAttempts == 2 && e.CDPURL == remote.WebSocketURL()
 		})
 	}
-	ev := popWaitEvent(t, rec, 30*time.Second, func(e events.BrowserErrorEvent) bool {
+	ev := wdtest.WaitEvent(t, rec, 30*time.Second, func(e events.BrowserErrorEvent) bool {
 		return e.Type == "ReconnectionFailed" && e.Details["watchdog"] == "crash"
 	})
 	if !strings.Contains(ev.Message, "2 reconnect attempts failed") {
 		t.Errorf("message = %q", ev.Message)
 	}
-	for _, e := range rec.all() {
+	for _, e := range rec.All() {
 		if _, ok := e.(events.BrowserReconnectedEvent); ok {
 			t.Fatalf("reported a reconnection to a dead browser: %+v", e)
 		}
 	}
 	cs, err := s.PageSession("")
 	if err == nil {
-		if err := evaluate(ctx, cs, `1`, nil); !errors.Is(err, cdp.ErrConnectionLost) {
+		if err := pagejs.Evaluate(ctx, cs, `1`, nil); !errors.Is(err, cdp.ErrConnectionLost) {
 			t.Fatalf("call after the loss: %v, want ErrConnectionLost", err)
 		}
 	}
@@ -221,29 +239,14 @@ func TestCrashRemoteReconnectGivesUp(t *testing.T) {
 // A dropped websocket to a browser that is still up: the session reconnects,
 // re-attaches its tab and keeps working.
 func TestCrashRemoteDropReconnects(t *testing.T) {
-	env := testbrowser.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	ws, err := url.Parse(env.Browser.WebSocketURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := crashNewProxy(t, ws.Host)
-	ws.Host = proxy.ln.Addr().String()
-	rec := &popRecorder{}
-	s := session.New(session.Profile{CDPURL: ws.String()}, session.WithWatchdogs(rec,
-		NewCrash(CrashConfig{ReconnectAttempts: 1, ReconnectBackoff: []time.Duration{10 * time.Millisecond}})))
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop(ctx)
-	if _, err := bus.Call(ctx, s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: env.URL("/form.html")}); err != nil {
-		t.Fatal(err)
-	}
+	env, proxy, endpoint := proxied(t)
+	s, _, rec, ctx := wdtest.Connect(t, session.Profile{CDPURL: endpoint},
+		New(Config{ReconnectAttempts: 1, ReconnectBackoff: []time.Duration{10 * time.Millisecond}}))
+	wdtest.Navigate(t, ctx, s, env.URL("/form.html"))
 	focus := s.FocusedTab()
 	proxy.cut()
-	popWaitEvent(t, rec, 30*time.Second, func(e events.BrowserReconnectingEvent) bool { return e.Attempt == 1 })
-	popWaitEvent(t, rec, 30*time.Second, func(e events.BrowserReconnectedEvent) bool { return e.Attempt == 1 && e.Downtime > 0 })
+	wdtest.WaitEvent(t, rec, 30*time.Second, func(e events.BrowserReconnectingEvent) bool { return e.Attempt == 1 })
+	wdtest.WaitEvent(t, rec, 30*time.Second, func(e events.BrowserReconnectedEvent) bool { return e.Attempt == 1 && e.Downtime > 0 })
 	if s.FocusedTab() != focus {
 		t.Fatalf("focus moved from %s to %s across the reconnect", focus, s.FocusedTab())
 	}
@@ -252,10 +255,66 @@ func TestCrashRemoteDropReconnects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := evaluate(ctx, cs, `location.pathname`, &href); err != nil || href != "/form.html" {
+	if err := pagejs.Evaluate(ctx, cs, `location.pathname`, &href); err != nil || href != "/form.html" {
 		t.Fatalf("after reconnect: %q, %v", href, err)
 	}
-	if _, err := bus.Call(ctx, s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: env.URL("/other.html")}); err != nil {
-		t.Fatalf("navigation after reconnect: %v", err)
+	wdtest.Navigate(t, ctx, s, env.URL("/other.html"))
+}
+
+// With reconnecting disabled, a dropped connection is reported once.
+func TestCrashRemoteDropNoReconnect(t *testing.T) {
+	env, proxy, endpoint := proxied(t)
+	s, _, rec, ctx := wdtest.Connect(t, session.Profile{CDPURL: endpoint}, New(Config{ReconnectAttempts: -1}))
+	closeAtCleanup(t, ctx, env, s.FocusedTab())
+	conn := s.Conn()
+	proxy.cut()
+	ev := wdtest.WaitEvent(t, rec, 30*time.Second, func(e events.BrowserErrorEvent) bool {
+		return e.Type == "ConnectionLost" && e.Details["cdp_url"] == endpoint && e.Details["watchdog"] == Name
+	})
+	t.Logf("reported: %s", ev.Message)
+	if !errors.Is(conn.Err(), cdp.ErrConnectionLost) {
+		t.Fatalf("connection error %v", conn.Err())
+	}
+	for _, e := range rec.All() {
+		if _, ok := e.(events.BrowserReconnectingEvent); ok {
+			t.Fatalf("reconnecting although disabled: %+v", e)
+		}
+	}
+}
+
+// Stop while a reconnect waits for its backoff ends the wait at once: the
+// monitor does not hold Stop up.
+func TestCrashStopDuringReconnectBackoff(t *testing.T) {
+	env, proxy, endpoint := proxied(t)
+	s, _, _, ctx := wdtest.Connect(t, session.Profile{CDPURL: endpoint},
+		New(Config{ReconnectBackoff: []time.Duration{time.Hour}}))
+	closeAtCleanup(t, ctx, env, s.FocusedTab())
+	conn := s.Conn()
+	proxy.cut()
+	select {
+	case <-conn.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the connection did not end when the proxy cut it")
+	}
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := s.Stop(sctx); err != nil {
+		t.Fatalf("Stop during the reconnect backoff: %v", err)
+	}
+	t.Logf("Stop took %s", time.Since(start))
+}
+
+func TestCrashUnknownPolicy(t *testing.T) {
+	env := testbrowser.Start(t)
+	ctx := wdtest.Ctx(t)
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, session.WithWatchdogs(New(Config{Policy: "reboot"})))
+	err := s.Start(ctx)
+	if err == nil {
+		s.Stop(ctx)
+		t.Fatal("Start accepted an unknown crash policy")
+	}
+	if !errors.Is(err, ErrUnknownPolicy) || !strings.Contains(err.Error(), `"reboot"`) {
+		t.Fatalf("error = %v, want ErrUnknownPolicy naming the policy", err)
 	}
 }

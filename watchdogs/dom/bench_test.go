@@ -1,4 +1,4 @@
-package watchdogs
+package dom
 
 import (
 	"context"
@@ -22,17 +22,19 @@ import (
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/dom"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
+	"github.com/browseragent/browseragent/internal/wdtest"
 )
 
-// domwBenchSizes are the /generated page sizes of the benchmarks.
-var domwBenchSizes = []int{1000, 10000, 50000}
+// benchSizes are the /generated page sizes of the benchmarks.
+var benchSizes = []int{1000, 10000, 50000}
 
-// domwFloor is the raw cost floor of an observation: DOM.getDocument and
+// floor is the raw cost floor of an observation: DOM.getDocument and
 // DOMSnapshot.captureSnapshot issued together on the same page.
-func domwFloor(ctx context.Context, cs *cdp.Session) error {
-	d := cs.Send(ctx, cdpdom.CommandGetDocument, cdpdom.GetDocumentParams{Depth: ptr(int64(-1)), Pierce: ptr(true)})
+func floor(ctx context.Context, cs *cdp.Session) error {
+	d := cs.Send(ctx, cdpdom.CommandGetDocument, cdpdom.GetDocumentParams{Depth: pagejs.Ptr(int64(-1)), Pierce: pagejs.Ptr(true)})
 	sn := cs.Send(ctx, domsnapshot.CommandCaptureSnapshot, domsnapshot.CaptureSnapshotParams{
-		ComputedStyles: dom.RequiredComputedStyles, IncludePaintOrder: ptr(true), IncludeDOMRects: ptr(true),
+		ComputedStyles: dom.RequiredComputedStyles, IncludePaintOrder: pagejs.Ptr(true), IncludeDOMRects: pagejs.Ptr(true),
 	})
 	var doc cdpdom.GetDocumentResult
 	var snap domsnapshot.CaptureSnapshotResult
@@ -48,12 +50,12 @@ func errorsJoin(errs ...error) error {
 	return nil
 }
 
-// domwBenchPages lists the benchmark pages: /generated at each size and a
+// benchPages lists the benchmark pages: /generated at each size and a
 // large real document (Go's language specification from GOROOT, served by a
 // test-local server) when it is present.
-func domwBenchPages(b *testing.B, base func(string) string) ([][2]string, func()) {
+func benchPages(b *testing.B, base func(string) string) ([][2]string, func()) {
 	var pages [][2]string
-	for _, n := range domwBenchSizes {
+	for _, n := range benchSizes {
 		pages = append(pages, [2]string{fmt.Sprintf("generated-%d", n), base(fmt.Sprintf("/generated?n=%d", n))})
 	}
 	spec := filepath.Join(runtime.GOROOT(), "doc", "go_spec.html")
@@ -77,13 +79,13 @@ func domwBenchPages(b *testing.B, base func(string) string) ([][2]string, func()
 //
 //	go test -run '^$' -bench DOMWState -benchtime=3x ./watchdogs/
 func BenchmarkDOMWState(b *testing.B) {
-	env, s, _ := domwStart(b, DOMConfig{Timeout: 2 * time.Minute})
+	env, s, _ := start(b, Config{Timeout: 2 * time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	pages, stop := domwBenchPages(b, env.URL)
+	pages, stop := benchPages(b, env.URL)
 	defer stop()
 	for _, p := range pages {
-		domwNavigate(b, ctx, s, p[1])
+		wdtest.Navigate(b, ctx, s, p[1])
 		cs, err := s.PageSession("")
 		if err != nil {
 			b.Fatal(err)
@@ -91,7 +93,7 @@ func BenchmarkDOMWState(b *testing.B) {
 		// Warm: repeated observations of a loaded page.
 		b.Run(p[0]+"/floor", func(b *testing.B) {
 			for b.Loop() {
-				if err := domwFloor(ctx, cs); err != nil {
+				if err := floor(ctx, cs); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -101,13 +103,13 @@ func BenchmarkDOMWState(b *testing.B) {
 		b.Run(p[0]+"/floor-cold", func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
-				domwNavigate(b, ctx, s, p[1])
+				wdtest.Navigate(b, ctx, s, p[1])
 				cs, err := s.PageSession("")
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				if err := domwFloor(ctx, cs); err != nil {
+				if err := floor(ctx, cs); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -115,7 +117,7 @@ func BenchmarkDOMWState(b *testing.B) {
 		b.Run(p[0]+"/state-cold", func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
-				domwNavigate(b, ctx, s, p[1])
+				wdtest.Navigate(b, ctx, s, p[1])
 				b.StartTimer()
 				st, err := bus.Call(ctx, s.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true},
 					bus.WithTimeout(3*time.Minute))
@@ -147,10 +149,10 @@ func BenchmarkDOMWState(b *testing.B) {
 // finds the candidates (untimed) does not warm the AX cache (AXWait -1), so
 // each option pays Chrome's accessibility cache build.
 func BenchmarkDOMWAX(b *testing.B) {
-	env, s, w := domwStart(b, DOMConfig{Timeout: 2 * time.Minute, AXWait: -1})
+	env, s, w := start(b, Config{Timeout: 2 * time.Minute, AXWait: -1})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	pages, stop := domwBenchPages(b, env.URL)
+	pages, stop := benchPages(b, env.URL)
 	defer stop()
 	for _, p := range pages {
 		for _, o := range []string{"full", "partial", "query"} {
@@ -160,7 +162,7 @@ func BenchmarkDOMWAX(b *testing.B) {
 					b.StopTimer()
 					// Reload so that each run starts without an AX cache, and
 					// take the candidates of this very document.
-					domwNavigate(b, ctx, s, p[1])
+					wdtest.Navigate(b, ctx, s, p[1])
 					cs, err := s.PageSession("")
 					if err != nil {
 						b.Fatal(err)
@@ -179,14 +181,14 @@ func BenchmarkDOMWAX(b *testing.B) {
 					switch o {
 					case "full":
 						var n []*accessibility.Node
-						n, err = domwFullAX(ctx, cs)
+						n, err = fullAX(ctx, cs)
 						got = len(n)
 					case "partial":
 						var n []*accessibility.Node
-						n, err = domwPartialAX(ctx, cs, ids)
+						n, err = partialAX(ctx, cs, ids)
 						got = len(n)
 					case "query":
-						got, err = domwQueryAX(ctx, cs, ids)
+						got, err = queryAX(ctx, cs, ids)
 					}
 					if err != nil {
 						b.Fatal(err)
@@ -199,13 +201,13 @@ func BenchmarkDOMWAX(b *testing.B) {
 	}
 }
 
-// domwQueryAX fetches AX nodes with queryAXTree rooted at each candidate
+// queryAX fetches AX nodes with queryAXTree rooted at each candidate
 // (the measured alternative to getPartialAXTree).
-func domwQueryAX(ctx context.Context, cs *cdp.Session, ids []cdpproto.BackendNodeID) (int, error) {
+func queryAX(ctx context.Context, cs *cdp.Session, ids []cdpproto.BackendNodeID) (int, error) {
 	var mu sync.Mutex
 	total := 0
-	for start := 0; start < len(ids); start += domwAXWindow {
-		end := min(start+domwAXWindow, len(ids))
+	for start := 0; start < len(ids); start += axWindow {
+		end := min(start+axWindow, len(ids))
 		replies := make([]*cdp.Reply, 0, end-start)
 		for _, id := range ids[start:end] {
 			replies = append(replies, cs.Send(ctx, accessibility.CommandQueryAXTree, accessibility.QueryAXTreeParams{BackendNodeID: id}))

@@ -1,13 +1,22 @@
-package watchdogs
+// Package dom is the DOM watchdog: it answers events.BrowserStateRequest
+// with the indexed view of the focused tab that the model reads, and
+// events.PageText with a tab's visible text. It captures the tab and its
+// cross-site iframes over CDP, builds the tree and the text with the
+// perception package (github.com/browseragent/browseragent/dom), stores the
+// selector map in the session, and asks for the observation's screenshot
+// through the bus (events.Screenshot, as a child event), so that the image
+// comes from whichever watchdog answers Screenshot. The dialogs handled
+// since the previous observation come from the DialogHandled events on the
+// bus, whoever answers dialogs. It acts on nothing.
+package dom
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"math"
 	"net/url"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,29 +25,32 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"go.uber.org/zap"
 
+	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/dom"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
 	"github.com/browseragent/browseragent/session"
 )
 
-// Defaults of DOMConfig.
+// Name is the DOM watchdog's name and the name of its handlers.
+const Name = "dom"
+
+// Defaults of Config.
 const (
-	domwDefaultTimeout           = 20 * time.Second
-	domwDefaultListenerScanLimit = 10000
-	domwDefaultFullAXMaxElements = 1000
+	DefaultTimeout           = 20 * time.Second
+	DefaultListenerScanLimit = 10000
+	DefaultFullAXMaxElements = 1000
+	// MaxClosedDialogs bounds the dialogs remembered between two
+	// observations (a page looping on alert() must not grow memory).
+	MaxClosedDialogs = 20
 )
 
-// domwDialogSource is what the popups watchdog offers: the dialogs it
-// handled since the last call (each returned once).
-type domwDialogSource interface {
-	TakeHandled() []events.DialogInfo
-}
-
-// DOMConfig configures the DOM watchdog. The zero value means the
+// Config configures the DOM watchdog. The zero value means the
 // documented defaults.
-type DOMConfig struct {
-	// Logger receives debug and warning messages. Default zap.NewNop().
+type Config struct {
+	// Logger receives debug and warning messages. Default: the session's
+	// logger, named "dom".
 	Logger *zap.Logger
 	// Timeout bounds the capture (all targets), the AX fetch and the build
 	// of one observation. Default 20 s. A build that runs out
@@ -66,12 +78,9 @@ type DOMConfig struct {
 	// Build and Serialize tune the dom package (zero: its defaults).
 	Build     dom.Options
 	Serialize dom.SerializeOptions
-	// Dialogs, when set, is asked for the dialogs handled since the last
-	// observation (the popups watchdog). Nil: ClosedDialogs stays empty.
-	Dialogs domwDialogSource
 }
 
-// DOMWatchdog answers events.BrowserStateRequest: it captures the focused
+// Watchdog answers events.BrowserStateRequest: it captures the focused
 // tab and its cross-site iframes over CDP, builds the indexed text view
 // with package dom, stores the selector map in the session and returns the
 // observation. It keeps the previous selector map per tab (to mark new
@@ -82,69 +91,114 @@ type DOMConfig struct {
 // that the DOM build failed and that no index is valid, with the session's
 // selector map cleared so that stale indexes fail; URL, title, tabs and the
 // screenshot are filled when they are available. Only a session without a
-// tab yields an error (wrapping session.ErrNoTab).
-type DOMWatchdog struct {
-	cfg DOMConfig
+// tab yields an error (wrapping session.ErrNoTab). A screenshot that fails
+// leaves Screenshot nil and the failure in Hints.
+type Watchdog struct {
+	cfg Config
 	log *zap.Logger
 
-	mu   sync.Mutex
-	prev map[string]*dom.SelectorMap // by tab id
+	mu     sync.Mutex
+	prev   map[string]*dom.SelectorMap // by tab id
+	closed []events.DialogInfo         // dialogs handled since the last observation
 }
 
-// NewDOM returns a DOM watchdog.
-func NewDOM(cfg DOMConfig) *DOMWatchdog {
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
+// New returns a DOM watchdog.
+func New(cfg Config) *Watchdog {
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = domwDefaultTimeout
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.ListenerScanLimit == 0 {
-		cfg.ListenerScanLimit = domwDefaultListenerScanLimit
+		cfg.ListenerScanLimit = DefaultListenerScanLimit
 	}
 	if cfg.FullAXMaxElements == 0 {
-		cfg.FullAXMaxElements = domwDefaultFullAXMaxElements
+		cfg.FullAXMaxElements = DefaultFullAXMaxElements
 	}
-	return &DOMWatchdog{cfg: cfg, log: cfg.Logger, prev: map[string]*dom.SelectorMap{}}
+	return &Watchdog{cfg: cfg, log: zap.NewNop(), prev: map[string]*dom.SelectorMap{}}
 }
 
 // Name implements session.Watchdog.
-func (w *DOMWatchdog) Name() string { return "dom" }
+func (w *Watchdog) Name() string { return Name }
 
-// Attach implements session.Watchdog.
-func (w *DOMWatchdog) Attach(s *session.Session) error {
-	w.mu.Lock()
-	w.prev = map[string]*dom.SelectorMap{}
-	w.mu.Unlock()
-	if err := register(s.Bus(), w.Name(), events.BrowserStateRequest,
-		func(ctx context.Context, ev events.BrowserStateRequestEvent) (events.BrowserState, error) {
-			return w.observe(ctx, s, ev)
-		}); err != nil {
-		return err
+// Attach implements session.Watchdog: BrowserStateRequest and PageText,
+// plus AgentFocusChanged (drops the previous maps) and DialogHandled
+// (remembers the dialog for the next observation).
+func (w *Watchdog) Attach(s *session.Session) error {
+	log := w.cfg.Logger
+	if log == nil {
+		log = s.Logger().Named(Name)
 	}
-	return register(s.Bus(), w.Name(), events.AgentFocusChanged,
-		func(context.Context, events.AgentFocusChangedEvent) (events.None, error) {
+	w.mu.Lock()
+	w.log = log
+	w.prev = map[string]*dom.SelectorMap{}
+	w.closed = nil
+	w.mu.Unlock()
+	return errors.Join(
+		session.Handle(s, events.BrowserStateRequest, Name, func(ctx context.Context, ev events.BrowserStateRequestEvent) (events.BrowserState, error) {
+			return w.observe(ctx, s, ev)
+		}),
+		session.Handle(s, events.PageText, Name, func(ctx context.Context, ev events.PageTextEvent) (events.PageTextResult, error) {
+			return pageText(ctx, s, ev.TargetID)
+		}),
+		session.Handle(s, events.AgentFocusChanged, Name, func(context.Context, events.AgentFocusChangedEvent) (events.None, error) {
 			w.mu.Lock()
 			w.prev = map[string]*dom.SelectorMap{}
 			w.mu.Unlock()
 			return events.None{}, nil
-		})
+		}),
+		session.Handle(s, events.DialogHandled, Name, func(_ context.Context, ev events.DialogHandledEvent) (events.None, error) {
+			w.mu.Lock()
+			if len(w.closed) < MaxClosedDialogs {
+				w.closed = append(w.closed, events.DialogInfo{Type: ev.Type, Message: ev.Message, URL: ev.URL, Accepted: ev.Accepted})
+			}
+			w.mu.Unlock()
+			return events.None{}, nil
+		}),
+	)
 }
 
-// domwObservation is the result of one capture and build.
-type domwObservation struct {
+// takeClosed returns the dialogs handled since the last call.
+func (w *Watchdog) takeClosed() []events.DialogInfo {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.closed
+	w.closed = nil
+	return c
+}
+
+//go:embed js/page_text.js
+var pageTextJS string
+
+// pageText reads a tab's visible text, fresh.
+func pageText(ctx context.Context, s *session.Session, tab string) (events.PageTextResult, error) {
+	var r events.PageTextResult
+	cs, err := s.PageSession(tab)
+	if err != nil {
+		return r, fmt.Errorf("dom: page text: %w", err)
+	}
+	if err := pagejs.Evaluate(ctx, cs, pageTextJS, &r); err != nil {
+		return r, fmt.Errorf("dom: page text: %w", err)
+	}
+	return r, nil
+}
+
+// observation is the result of one capture and build.
+type observation struct {
 	input   *dom.PageInput // with the AX nodes that were merged
 	tree    *dom.Tree
 	res     *dom.Result
-	page    *domwCapture
+	page    *targetCapture
 	metrics events.PageInfo
 	elapsed time.Duration
 }
 
 // observe answers one BrowserStateRequest. st is a named result so that the
 // deferred join of the screenshot fills the state that is returned.
-func (w *DOMWatchdog) observe(ctx context.Context, s *session.Session, ev events.BrowserStateRequestEvent) (st events.BrowserState, _ error) {
+func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.BrowserStateRequestEvent) (st events.BrowserState, _ error) {
 	start := time.Now()
+	var (
+		shotPNG []byte
+		shotErr error
+	)
 	tab := s.FocusedTab()
 	cs, err := s.PageSession(tab)
 	if err != nil || tab == "" {
@@ -154,7 +208,7 @@ func (w *DOMWatchdog) observe(ctx context.Context, s *session.Session, ev events
 		return events.BrowserState{}, fmt.Errorf("dom: browser state: %w", err)
 	}
 	if err := s.RefreshTabs(ctx); err != nil {
-		w.cfg.Logger.Debug("dom: refreshing tabs", zap.Error(err))
+		w.log.Debug("refreshing tabs", zap.Error(err))
 	}
 	st = events.BrowserState{FocusedTarget: tab, Tabs: s.Tabs()}
 	for _, t := range st.Tabs {
@@ -163,32 +217,34 @@ func (w *DOMWatchdog) observe(ctx context.Context, s *session.Session, ev events
 		}
 	}
 
-	// The screenshot is taken on its own goroutine while the DOM is
-	// captured; it is joined before returning.
-	type shot struct {
-		png []byte
-		err error
-	}
-	var shotC chan shot
+	// The screenshot is asked for through the bus, as a child of this
+	// event, on its own goroutine while the DOM is captured; it is joined
+	// before returning. Whoever answers Screenshot provides the image.
+	var shotDone chan struct{}
 	if ev.IncludeScreenshot {
-		shotC = make(chan shot, 1)
+		shotDone = make(chan struct{})
 		go func() {
-			png, err := shotCapture(ctx, cs, events.ScreenshotEvent{})
-			shotC <- shot{png, err}
+			defer close(shotDone)
+			res, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{TargetID: tab})
+			if err != nil {
+				w.log.Debug("screenshot failed", zap.Error(err))
+				shotErr = err
+				return
+			}
+			shotPNG = res.PNG
 		}()
 	}
 	defer func() {
-		if shotC != nil {
-			if r := <-shotC; r.err == nil {
-				st.Screenshot = r.png
-			} else {
-				w.log.Debug("dom: screenshot failed", zap.Error(r.err))
-			}
+		if shotDone == nil {
+			return
 		}
+		<-shotDone
+		if shotErr != nil {
+			st.Hints = append(st.Hints, "No screenshot this step: "+shotErr.Error())
+		}
+		st.Screenshot = shotPNG
 	}()
-	if w.cfg.Dialogs != nil {
-		st.ClosedDialogs = w.cfg.Dialogs.TakeHandled()
-	}
+	st.ClosedDialogs = w.takeClosed()
 	if !ev.IncludeDOM {
 		return st, nil
 	}
@@ -205,12 +261,12 @@ func (w *DOMWatchdog) observe(ctx context.Context, s *session.Session, ev events
 		st.PendingRequests = p.Pending
 		st.IsPDFViewer = p.ContentType == "application/pdf"
 	}
-	st.IsPDFViewer = st.IsPDFViewer || domwIsPDFURL(st.URL)
+	st.IsPDFViewer = st.IsPDFViewer || isPDFURL(st.URL)
 	if err != nil {
 		s.SetSelectorMap(nil)
 		w.forget(tab)
 		st.Error = fmt.Sprintf("DOM build failed: %v; no element indexes are valid this step", err)
-		w.log.Warn("dom: build failed", zap.String("url", st.URL), zap.Error(err))
+		w.log.Warn("build failed", zap.String("url", st.URL), zap.Error(err))
 		return st, nil
 	}
 	st.Page = obs.metrics
@@ -223,7 +279,7 @@ func (w *DOMWatchdog) observe(ctx context.Context, s *session.Session, ev events
 		return st, nil
 	}
 	st.DOMText = obs.res.Text
-	st.Elements = domwElements(obs.tree, obs.res.Map)
+	st.Elements = elements(obs.tree, obs.res.Map)
 	ps := obs.res.Stats
 	st.Stats = events.DOMStats{
 		Nodes:            obs.tree.NodeCount(),
@@ -248,7 +304,7 @@ func (w *DOMWatchdog) observe(ctx context.Context, s *session.Session, ev events
 	return st, nil
 }
 
-func (w *DOMWatchdog) forget(tab string) {
+func (w *Watchdog) forget(tab string) {
 	w.mu.Lock()
 	delete(w.prev, tab)
 	w.mu.Unlock()
@@ -256,7 +312,7 @@ func (w *DOMWatchdog) forget(tab string) {
 
 // capture gathers every target of the tab concurrently, builds the tree,
 // merges AX data and serializes, all under the configured timeout.
-func (w *DOMWatchdog) capture(parent context.Context, s *session.Session, tab string, cs *cdp.Session) (*domwObservation, error) {
+func (w *Watchdog) capture(parent context.Context, s *session.Session, tab string, cs *cdp.Session) (*observation, error) {
 	ctx, cancel := context.WithTimeout(parent, w.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
@@ -264,9 +320,9 @@ func (w *DOMWatchdog) capture(parent context.Context, s *session.Session, tab st
 	if err != nil {
 		return nil, w.timeoutErr(ctx, err)
 	}
-	obs := &domwObservation{input: in, page: main}
+	obs := &observation{input: in, page: main}
 	if main.metrics != nil {
-		obs.metrics = domwPageInfo(main.metrics)
+		obs.metrics = pageInfo(main.metrics)
 	}
 	tGather := time.Since(start)
 	tree, err := dom.Build(in, w.cfg.Build)
@@ -278,7 +334,7 @@ func (w *DOMWatchdog) capture(parent context.Context, s *session.Session, tab st
 	for _, warn := range tree.Warnings {
 		w.log.Debug("dom: build warning", zap.String("warning", warn))
 	}
-	if !domwCapturable(in.URL) {
+	if !capturable(in.URL) {
 		return obs, nil
 	}
 	if w.cfg.AXWait >= 0 {
@@ -309,7 +365,7 @@ func (w *DOMWatchdog) capture(parent context.Context, s *session.Session, tab st
 	return obs, nil
 }
 
-func (w *DOMWatchdog) timeoutErr(ctx context.Context, err error) error {
+func (w *Watchdog) timeoutErr(ctx context.Context, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("timed out after %v (%w)", w.cfg.Timeout, err)
 	}
@@ -319,8 +375,8 @@ func (w *DOMWatchdog) timeoutErr(ctx context.Context, err error) error {
 // gather captures the page target and each cross-site iframe target in
 // parallel. A frame target that fails (detached meanwhile) is left out; the
 // page target failing is an error.
-func (w *DOMWatchdog) gather(ctx context.Context, cs *cdp.Session, frames []session.AttachedTarget) (*dom.PageInput, *domwCapture, error) {
-	caps := make([]*domwCapture, 1+len(frames))
+func (w *Watchdog) gather(ctx context.Context, cs *cdp.Session, frames []session.AttachedTarget) (*dom.PageInput, *targetCapture, error) {
+	caps := make([]*targetCapture, 1+len(frames))
 	errs := make([]error, len(caps))
 	var wg sync.WaitGroup
 	for i := range caps {
@@ -334,7 +390,7 @@ func (w *DOMWatchdog) gather(ctx context.Context, cs *cdp.Session, frames []sess
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			caps[i], errs[i] = domwCaptureTarget(ctx, sess, isPage, w.cfg.ListenerScanLimit, w.cfg.AXWait >= 0)
+			caps[i], errs[i] = captureTarget(ctx, sess, isPage, w.cfg.ListenerScanLimit, w.cfg.AXWait >= 0)
 		}()
 	}
 	wg.Wait()
@@ -363,7 +419,7 @@ func (w *DOMWatchdog) gather(ctx context.Context, cs *cdp.Session, frames []sess
 
 // mergeAX attaches accessibility data: the full tree for small targets,
 // else one node per index candidate.
-func (w *DOMWatchdog) mergeAX(ctx context.Context, wait time.Duration, tree *dom.Tree, in *dom.PageInput, cs *cdp.Session, frames []session.AttachedTarget) error {
+func (w *Watchdog) mergeAX(ctx context.Context, wait time.Duration, tree *dom.Tree, in *dom.PageInput, cs *cdp.Session, frames []session.AttachedTarget) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -407,9 +463,9 @@ func (w *DOMWatchdog) mergeAX(ctx context.Context, wait time.Duration, tree *dom
 			var nodes []*accessibility.Node
 			var err error
 			if full {
-				nodes, err = domwFullAX(ctx, sess)
+				nodes, err = fullAX(ctx, sess)
 			} else {
-				nodes, err = domwPartialAX(ctx, sess, ids)
+				nodes, err = partialAX(ctx, sess, ids)
 			}
 			mu.Lock()
 			results = append(results, axResult{i, target, nodes, err})
@@ -432,10 +488,10 @@ func (w *DOMWatchdog) mergeAX(ctx context.Context, wait time.Duration, tree *dom
 	return nil
 }
 
-// domwElements converts dom's selector map to the session's plain form.
-func domwElements(tree *dom.Tree, m *dom.SelectorMap) map[int]events.ElementInfo {
+// elements converts dom's selector map to the session's plain form.
+func elements(tree *dom.Tree, m *dom.SelectorMap) map[int]events.ElementInfo {
 	out := make(map[int]events.ElementInfo, m.Len())
-	xp := domwXPather{}
+	xp := dom.NewXPaths()
 	sx, sy := tree.Viewport.ScrollX, tree.Viewport.ScrollY
 	for _, idx := range m.Indexes() {
 		e, ok := m.Get(idx)
@@ -444,13 +500,15 @@ func domwElements(tree *dom.Tree, m *dom.SelectorMap) map[int]events.ElementInfo
 		}
 		n := e.Node
 		info := events.ElementInfo{
-			Index:         int(idx),
-			BackendNodeID: int64(e.BackendNodeID),
-			TargetID:      e.TargetID,
-			SessionID:     e.SessionID,
-			FrameID:       e.FrameID,
-			Tag:           n.Tag,
-			XPath:         xp.xpath(n),
+			Index: int(idx),
+			ElementRef: events.ElementRef{
+				BackendNodeID: int64(e.BackendNodeID),
+				TargetID:      e.TargetID,
+				SessionID:     e.SessionID,
+				FrameID:       e.FrameID,
+			},
+			Tag:   n.Tag,
+			XPath: xp.Of(n),
 		}
 		if n.AX != nil {
 			info.Role, info.Name = n.AX.Role, n.AX.Name
@@ -476,10 +534,10 @@ func domwElements(tree *dom.Tree, m *dom.SelectorMap) map[int]events.ElementInfo
 	return out
 }
 
-// domwPageInfo derives the page geometry from layout metrics.
-func domwPageInfo(m *page.GetLayoutMetricsResult) events.PageInfo {
+// pageInfo derives the page geometry from layout metrics.
+func pageInfo(m *page.GetLayoutMetricsResult) events.PageInfo {
 	var p events.PageInfo
-	v := domwViewport(m)
+	v := viewport(m)
 	p.ViewportWidth, p.ViewportHeight = int(math.Round(v.Width)), int(math.Round(v.Height))
 	p.ScrollX, p.ScrollY = int(math.Round(v.ScrollX)), int(math.Round(v.ScrollY))
 	if c := m.CSSContentSize; c != nil {
@@ -491,86 +549,29 @@ func domwPageInfo(m *page.GetLayoutMetricsResult) events.PageInfo {
 	return p
 }
 
-// domwCapturable reports whether a URL is a web document worth indexing:
+// capturable reports whether a URL is a web document worth indexing:
 // http(s), file and data pages; not about:, chrome:, devtools: or error
 // pages.
-func domwCapturable(u string) bool {
-	switch domwSchemeOf(u) {
+func capturable(u string) bool {
+	switch schemeOf(u) {
 	case "http", "https", "file", "data", "blob":
 		return true
 	}
 	return false
 }
 
-func domwSchemeOf(u string) string {
+func schemeOf(u string) string {
 	if i := strings.Index(u, ":"); i > 0 {
 		return strings.ToLower(u[:i])
 	}
 	return u
 }
 
-// domwIsPDFURL reports a URL whose path ends in .pdf.
-func domwIsPDFURL(u string) bool {
+// isPDFURL reports a URL whose path ends in .pdf.
+func isPDFURL(u string) bool {
 	pu, err := url.Parse(u)
 	if err != nil {
 		return false
 	}
 	return strings.HasSuffix(strings.ToLower(pu.Path), ".pdf")
-}
-
-// domwXPather computes the same paths as dom.XPath, remembering the
-// positions of each parent's children: dom.XPath scans all siblings for
-// every element, which is quadratic on wide pages (60,000 children of
-// <body> took minutes).
-type domwXPather map[*dom.Node]string
-
-func (x domwXPather) position(n *dom.Node) string {
-	p := n.Parent
-	if p == nil {
-		return ""
-	}
-	if s, ok := x[n]; ok {
-		return s
-	}
-	same := map[string]int{}
-	for _, c := range p.Children {
-		if c.Type == dom.ElementNode {
-			same[c.Tag]++
-		}
-	}
-	seen := map[string]int{}
-	for _, c := range p.Children {
-		if c.Type != dom.ElementNode {
-			continue
-		}
-		seen[c.Tag]++
-		if same[c.Tag] > 1 {
-			x[c] = "[" + strconv.Itoa(seen[c.Tag]) + "]"
-		} else {
-			x[c] = ""
-		}
-	}
-	if s, ok := x[n]; ok {
-		return s
-	}
-	x[n] = "" // not among its parent's children (a shadow root's host)
-	return ""
-}
-
-func (x domwXPather) xpath(n *dom.Node) string {
-	var segs []string
-	for c := n; c != nil; c = c.Parent {
-		if c.Type == dom.DocumentFragmentNode {
-			continue
-		}
-		if c.Type != dom.ElementNode {
-			break
-		}
-		segs = append(segs, c.Tag+x.position(c))
-		if c.Parent != nil && c.Parent.Type == dom.ElementNode && (c.Parent.Tag == "iframe" || c.Parent.Tag == "frame") {
-			break
-		}
-	}
-	slices.Reverse(segs)
-	return strings.Join(segs, "/")
 }

@@ -1,4 +1,4 @@
-package watchdogs
+package dom
 
 import (
 	"context"
@@ -16,61 +16,27 @@ import (
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/dom"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
 	"github.com/browseragent/browseragent/internal/testbrowser"
+	"github.com/browseragent/browseragent/internal/wdtest"
 	"github.com/browseragent/browseragent/session"
 )
 
-// domwStart starts a session with the DOM and screenshot watchdogs (plus
-// extra ones) connected to the shared test browser.
-func domwStart(t testing.TB, cfg DOMConfig, extra ...session.Watchdog) (*testbrowser.Env, *session.Session, *DOMWatchdog) {
+// shotPNG is what the test's screenshot watchdog answers: the DOM
+// watchdog must put whatever the Screenshot handler returns into the state.
+var shotPNG = []byte("\x89PNG fake image of the dom tests")
+
+// start starts a session with the DOM watchdog and a fake screenshot
+// watchdog (plus extra ones) connected to the shared test browser.
+func start(t testing.TB, cfg Config, extra ...session.Watchdog) (*testbrowser.Env, *session.Session, *Watchdog) {
 	t.Helper()
-	env := testbrowser.Start(t)
-	w := NewDOM(cfg)
-	ws := append([]session.Watchdog{w, NewScreenshot(ScreenshotConfig{})}, extra...)
-	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, session.WithWatchdogs(ws...))
-	ctx, cancel := context.WithTimeout(context.Background(), testbrowser.Timeout)
-	defer cancel()
-	if err := s.Start(ctx); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testbrowser.Timeout)
-		defer cancel()
-		if err := s.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	w := New(cfg)
+	s, env, _, _ := wdtest.Connect(t, session.Profile{}, append([]session.Watchdog{w, wdtest.FakeScreenshot(shotPNG)}, extra...)...)
 	return env, s, w
 }
 
-func domwCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*testbrowser.Timeout)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func domwNavigate(t testing.TB, ctx context.Context, s *session.Session, u string) {
-	t.Helper()
-	if _, err := bus.Call(ctx, s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: u}); err != nil {
-		t.Fatalf("navigate %s: %v", u, err)
-	}
-}
-
-func domwState(t testing.TB, ctx context.Context, s *session.Session) events.BrowserState {
-	t.Helper()
-	st, err := bus.Call(ctx, s.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true},
-		bus.WithTimeout(2*testbrowser.Timeout))
-	if err != nil {
-		t.Fatalf("browser state: %v", err)
-	}
-	if st.Error != "" {
-		t.Fatalf("browser state error: %s", st.Error)
-	}
-	return st
-}
-
-// domwLine returns the first line of text containing sub.
-func domwLine(text, sub string) string {
+// line returns the first line of text containing sub.
+func line(text, sub string) string {
 	for _, l := range strings.Split(text, "\n") {
 		if strings.Contains(l, sub) {
 			return l
@@ -79,8 +45,8 @@ func domwLine(text, sub string) string {
 	return ""
 }
 
-// domwIndexOf returns the index whose element has attribute id=id.
-func domwIndexOf(st events.BrowserState, id string) (int, bool) {
+// indexOf returns the index whose element has attribute id=id.
+func indexOf(st events.BrowserState, id string) (int, bool) {
 	for i, e := range st.Elements {
 		if e.Attributes["id"] == id {
 			return i, true
@@ -89,34 +55,22 @@ func domwIndexOf(st events.BrowserState, id string) (int, bool) {
 	return 0, false
 }
 
-// domwEval evaluates expr in the focused tab and decodes the result.
-func domwEval(t testing.TB, ctx context.Context, s *session.Session, expr string, out any) {
-	t.Helper()
-	cs, err := s.PageSession("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := evaluate(ctx, cs, expr, out); err != nil {
-		t.Fatalf("evaluate %q: %v", expr, err)
-	}
-}
-
 func TestDOMWForms(t *testing.T) {
-	env, s, _ := domwStart(t, DOMConfig{})
-	ctx := domwCtx(t)
-	domwNavigate(t, ctx, s, env.URL("/dom-forms.html"))
-	st := domwState(t, ctx, s)
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-forms.html"))
+	st := wdtest.State(t, ctx, s)
 	text := st.DOMText
 	if !strings.HasSuffix(st.URL, "/dom-forms.html") || st.Title != "DOM forms" || st.FocusedTarget != s.FocusedTab() || len(st.Tabs) == 0 {
 		t.Fatalf("url %q title %q focus %q tabs %v", st.URL, st.Title, st.FocusedTarget, st.Tabs)
 	}
-	if l := domwLine(text, "id=name"); !strings.Contains(l, "value=Ada") {
+	if l := line(text, "id=name"); !strings.Contains(l, "value=Ada") {
 		t.Fatalf("name input line %q\n%s", l, text)
 	}
-	if l := domwLine(text, "<select"); !strings.Contains(l, "Red|Green|Blue") {
+	if l := line(text, "<select"); !strings.Contains(l, "Red|Green|Blue") {
 		t.Fatalf("select line without options preview %q\n%s", l, text)
 	}
-	if l := domwLine(text, "id=notes"); !strings.Contains(l, `"  two  spaces\nsecond line  "`) {
+	if l := line(text, "id=notes"); !strings.Contains(l, `"  two  spaces\nsecond line  "`) {
 		t.Fatalf("textarea value not exact %q\n%s", l, text)
 	}
 	if strings.Contains(text, "hunter2") || strings.Contains(text, "typed-secret") {
@@ -129,18 +83,18 @@ func TestDOMWForms(t *testing.T) {
 			}
 		}
 	}
-	i, ok := domwIndexOf(st, "hidden-file")
+	i, ok := indexOf(st, "hidden-file")
 	if !ok || !strings.Contains(text, "type=file") {
 		t.Fatalf("hidden file input has no index:\n%s", text)
 	}
 	if e, err := s.Element(i); err != nil || e.Tag != "input" || e.SessionID == "" {
 		t.Fatalf("selector map entry %+v %v", e, err)
 	}
-	if sb, ok := domwIndexOf(st, "submit"); !ok || st.Elements[sb].Role != "button" || st.Elements[sb].Name != "Send" || st.Elements[sb].Bounds == nil {
+	if sb, ok := indexOf(st, "submit"); !ok || st.Elements[sb].Role != "button" || st.Elements[sb].Name != "Send" || st.Elements[sb].Bounds == nil {
 		t.Fatalf("submit element %+v (AX role/name expected)", st.Elements[sb])
 	}
 	var inner [2]int
-	domwEval(t, ctx, s, "[innerWidth, innerHeight]", &inner)
+	wdtest.Eval(t, ctx, s, "[innerWidth, innerHeight]", &inner)
 	if st.Page.ViewportWidth != inner[0] || st.Page.ViewportHeight != inner[1] || st.Page.PageHeight < inner[1] {
 		t.Fatalf("page info %+v", st.Page)
 	}
@@ -154,26 +108,26 @@ func TestDOMWForms(t *testing.T) {
 }
 
 func TestDOMWModalCoversPage(t *testing.T) {
-	env, s, _ := domwStart(t, DOMConfig{})
-	ctx := domwCtx(t)
-	domwNavigate(t, ctx, s, env.URL("/dom-modal.html"))
-	st := domwState(t, ctx, s)
-	if _, ok := domwIndexOf(st, "accept"); !ok {
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-modal.html"))
+	st := wdtest.State(t, ctx, s)
+	if _, ok := indexOf(st, "accept"); !ok {
 		t.Fatalf("modal button has no index:\n%s", st.DOMText)
 	}
 	for _, id := range []string{"under-1", "under-2"} {
-		if _, ok := domwIndexOf(st, id); ok {
+		if _, ok := indexOf(st, id); ok {
 			t.Fatalf("%s is covered by the modal but has an index:\n%s", id, st.DOMText)
 		}
 	}
 }
 
 func TestDOMWLinkWrappingSpans(t *testing.T) {
-	env, s, _ := domwStart(t, DOMConfig{})
-	ctx := domwCtx(t)
-	domwNavigate(t, ctx, s, env.URL("/dom-links.html"))
-	st := domwState(t, ctx, s)
-	i, ok := domwIndexOf(st, "wrap")
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-links.html"))
+	st := wdtest.State(t, ctx, s)
+	i, ok := indexOf(st, "wrap")
 	if !ok {
 		t.Fatalf("wrapping link has no index:\n%s", st.DOMText)
 	}
@@ -188,11 +142,11 @@ func TestDOMWLinkWrappingSpans(t *testing.T) {
 }
 
 func TestDOMWNestedScroll(t *testing.T) {
-	env, s, _ := domwStart(t, DOMConfig{})
-	ctx := domwCtx(t)
-	domwNavigate(t, ctx, s, env.URL("/dom-scroll.html"))
-	st := domwState(t, ctx, s)
-	outer, inner := domwLine(st.DOMText, "id=outer"), domwLine(st.DOMText, "id=inner")
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-scroll.html"))
+	st := wdtest.State(t, ctx, s)
+	outer, inner := line(st.DOMText, "id=outer"), line(st.DOMText, "id=inner")
 	if !strings.Contains(outer, "|scroll element") || !strings.Contains(inner, "|scroll element") {
 		t.Fatalf("scroll containers not marked:\nouter %q\ninner %q\n%s", outer, inner, st.DOMText)
 	}
@@ -202,32 +156,32 @@ func TestDOMWNestedScroll(t *testing.T) {
 }
 
 func TestDOMWShadowRoots(t *testing.T) {
-	env, s, _ := domwStart(t, DOMConfig{})
-	ctx := domwCtx(t)
-	domwNavigate(t, ctx, s, env.URL("/shadow.html"))
-	st := domwState(t, ctx, s)
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/shadow.html"))
+	st := wdtest.State(t, ctx, s)
 	for _, want := range []string{"Open Shadow", "Closed Shadow", "Shadow End", "Open button", "Closed button"} {
 		if !strings.Contains(st.DOMText, want) {
 			t.Fatalf("%q missing:\n%s", want, st.DOMText)
 		}
 	}
 	for _, id := range []string{"open-button", "closed-button", "open-input"} {
-		if _, ok := domwIndexOf(st, id); !ok {
+		if _, ok := indexOf(st, id); !ok {
 			t.Fatalf("%s has no index:\n%s", id, st.DOMText)
 		}
 	}
 }
 
 func TestDOMWIframesAndCrossSiteClick(t *testing.T) {
-	env, s, _ := domwStart(t, DOMConfig{})
-	ctx := domwCtx(t)
-	domwNavigate(t, ctx, s, env.URL("/iframes.html"))
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/iframes.html"))
 	var st events.BrowserState
 	// The cross-site frame's target attaches asynchronously; wait for it
 	// to show up in the observation.
 	deadline := time.Now().Add(testbrowser.Timeout)
 	for {
-		st = domwState(t, ctx, s)
+		st = wdtest.State(t, ctx, s)
 		if strings.Count(st.DOMText, "Frame button") >= 2 || time.Now().After(deadline) {
 			break
 		}
@@ -254,17 +208,17 @@ func TestDOMWIframesAndCrossSiteClick(t *testing.T) {
 	if cross.Bounds == nil || cross.Bounds.Y <= same.Bounds.Y {
 		t.Fatalf("cross-site button bounds %+v (same-site %+v)", cross.Bounds, same.Bounds)
 	}
-	domwClickIndex(t, ctx, s, cross.Index)
+	clickIndex(t, ctx, s, cross.Index)
 
 	// The click reached the cross-site document.
-	fs := domwFrameSession(t, s, cross.SessionID)
+	fs := frameSession(t, s, cross.SessionID)
 	var clicked int
-	if err := evaluate(ctx, fs, "window.clicked || 0", &clicked); err != nil || clicked != 1 {
+	if err := pagejs.Evaluate(ctx, fs, "window.clicked || 0", &clicked); err != nil || clicked != 1 {
 		t.Fatalf("cross-site button clicked %d times (%v)", clicked, err)
 	}
 }
 
-func domwFrameSession(t testing.TB, s *session.Session, id string) *cdp.Session {
+func frameSession(t testing.TB, s *session.Session, id string) *cdp.Session {
 	t.Helper()
 	for _, f := range s.FrameTargets("") {
 		if f.Session != nil && string(f.Session.ID()) == id {
@@ -275,11 +229,11 @@ func domwFrameSession(t testing.TB, s *session.Session, id string) *cdp.Session 
 	return nil
 }
 
-// domwClickIndex clicks the element of index i with raw CDP on the session
+// clickIndex clicks the element of index i with raw CDP on the session
 // that owns it, at its centre in that frame's own coordinates (the actions
 // watchdog is tested elsewhere; this checks that the index resolves to the
 // right node and session).
-func domwClickIndex(t testing.TB, ctx context.Context, s *session.Session, i int) {
+func clickIndex(t testing.TB, ctx context.Context, s *session.Session, i int) {
 	t.Helper()
 	ref, cs, err := s.Resolve(events.Target{Index: i})
 	if err != nil {
@@ -301,45 +255,45 @@ func domwClickIndex(t testing.TB, ctx context.Context, s *session.Session, i int
 }
 
 func TestDOMWListenerScan(t *testing.T) {
-	env, s, _ := domwStart(t, DOMConfig{})
-	ctx := domwCtx(t)
-	domwNavigate(t, ctx, s, env.URL("/dom-listeners.html"))
-	st := domwState(t, ctx, s)
-	if _, ok := domwIndexOf(st, "js-card"); !ok {
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-listeners.html"))
+	st := wdtest.State(t, ctx, s)
+	if _, ok := indexOf(st, "js-card"); !ok {
 		t.Fatalf("div with a JS click listener has no index:\n%s", st.DOMText)
 	}
-	if _, ok := domwIndexOf(st, "plain-card"); ok {
+	if _, ok := indexOf(st, "plain-card"); ok {
 		t.Fatalf("plain div got an index:\n%s", st.DOMText)
 	}
 }
 
 func TestDOMWRerenderMarksNew(t *testing.T) {
-	env, s, _ := domwStart(t, DOMConfig{})
-	ctx := domwCtx(t)
-	domwNavigate(t, ctx, s, env.URL("/dom-rerender.html"))
-	st1 := domwState(t, ctx, s)
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-rerender.html"))
+	st1 := wdtest.State(t, ctx, s)
 	if strings.Contains(st1.DOMText, "*[") {
 		t.Fatalf("first observation marks elements new:\n%s", st1.DOMText)
 	}
-	domwEval(t, ctx, s, "render(2), true", nil)
-	st2 := domwState(t, ctx, s)
+	wdtest.Eval(t, ctx, s, "render(2), true", nil)
+	st2 := wdtest.State(t, ctx, s)
 	for i := 0; i < 3; i++ {
-		idx, ok := domwIndexOf(st2, "item-2-"+string(rune('0'+i)))
+		idx, ok := indexOf(st2, "item-2-"+string(rune('0'+i)))
 		if !ok {
 			t.Fatalf("re-rendered item %d missing:\n%s", i, st2.DOMText)
 		}
-		if l := domwLine(st2.DOMText, "id=item-2-"+string(rune('0'+i))); !strings.Contains(l, "*[") {
+		if l := line(st2.DOMText, "id=item-2-"+string(rune('0'+i))); !strings.Contains(l, "*[") {
 			t.Fatalf("re-rendered item %d (index %d) not marked new: %q\n%s", i, idx, l, st2.DOMText)
 		}
 	}
-	if l := domwLine(st2.DOMText, "id=refresh"); strings.Contains(l, "*[") {
+	if l := line(st2.DOMText, "id=refresh"); strings.Contains(l, "*[") {
 		t.Fatalf("unchanged button marked new: %q", l)
 	}
 	if st1.Fingerprint == st2.Fingerprint {
 		t.Fatalf("fingerprint unchanged across a re-render: %q", st1.Fingerprint)
 	}
 	// Old indexes are gone from the session's map.
-	old, _ := domwIndexOf(st1, "item-1-0")
+	old, _ := indexOf(st1, "item-1-0")
 	if _, err := s.Element(old); !errors.Is(err, session.ErrElementNotFound) {
 		t.Fatalf("stale index %d still resolves: %v", old, err)
 	}
@@ -349,11 +303,11 @@ func TestDOMWLargePageTruncated(t *testing.T) {
 	// With the viewport test off every element of the 60k page is visible,
 	// so the text must be cut at 40,000 characters with a notice. The
 	// machine is shared: allow far more than the default 20 s.
-	env, s, _ := domwStart(t, DOMConfig{Timeout: 3 * time.Minute, Build: dom.Options{ViewportThreshold: -1}})
-	ctx := domwCtx(t)
-	domwNavigate(t, ctx, s, env.URL("/generated?n=60000"))
-	st := domwState(t, ctx, s)
-	notice := domwLine(st.DOMText, "page truncated")
+	env, s, _ := start(t, Config{Timeout: 3 * time.Minute, Build: dom.Options{ViewportThreshold: -1}})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/generated?n=60000"))
+	st := wdtest.State(t, ctx, s)
+	notice := line(st.DOMText, "page truncated")
 	if notice == "" || !strings.HasSuffix(strings.TrimSpace(st.DOMText), notice) {
 		t.Fatalf("no truncation notice at the end (len %d): ...%s", len(st.DOMText), st.DOMText[max(0, len(st.DOMText)-300):])
 	}
@@ -366,19 +320,19 @@ func TestDOMWLargePageTruncated(t *testing.T) {
 
 	// With the default viewport test the text covers what is near the
 	// viewport, and the page geometry tells how much lies below.
-	env2, s2, _ := domwStart(t, DOMConfig{Timeout: 3 * time.Minute})
-	domwNavigate(t, ctx, s2, env2.URL("/generated?n=60000"))
-	st2 := domwState(t, ctx, s2)
+	env2, s2, _ := start(t, Config{Timeout: 3 * time.Minute})
+	wdtest.Navigate(t, ctx, s2, env2.URL("/generated?n=60000"))
+	st2 := wdtest.State(t, ctx, s2)
 	if len(st2.DOMText) == 0 || len(st2.DOMText) > 40000+len(notice)+1 || st2.Page.PixelsBelow <= st2.Page.ViewportHeight {
 		t.Fatalf("default view: %d chars, page %+v", len(st2.DOMText), st2.Page)
 	}
 }
 
 func TestDOMWHonestFailure(t *testing.T) {
-	env, s, _ := domwStart(t, DOMConfig{Timeout: time.Nanosecond})
-	ctx := domwCtx(t)
-	domwNavigate(t, ctx, s, env.URL("/dom-forms.html"))
-	s.SetSelectorMap(&session.SelectorMap{Elements: map[int]events.ElementInfo{7: {Index: 7, BackendNodeID: 7}}})
+	env, s, _ := start(t, Config{Timeout: time.Nanosecond})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-forms.html"))
+	s.SetSelectorMap(&session.SelectorMap{Elements: map[int]events.ElementInfo{7: {Index: 7, ElementRef: events.ElementRef{BackendNodeID: 7}}}})
 	st, err := bus.Call(ctx, s.Bus(), events.BrowserStateRequest,
 		events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: true})
 	if err != nil {
@@ -390,7 +344,7 @@ func TestDOMWHonestFailure(t *testing.T) {
 	if st.DOMText != "" || len(st.Elements) != 0 {
 		t.Fatalf("failed build presented content: %q %v", st.DOMText, st.Elements)
 	}
-	if !strings.HasSuffix(st.URL, "/dom-forms.html") || len(st.Tabs) == 0 || len(st.Screenshot) == 0 {
+	if !strings.HasSuffix(st.URL, "/dom-forms.html") || len(st.Tabs) == 0 || string(st.Screenshot) != string(shotPNG) {
 		t.Fatalf("url %q tabs %v screenshot %d bytes", st.URL, st.Tabs, len(st.Screenshot))
 	}
 	if _, err := s.Element(7); !errors.Is(err, session.ErrElementNotFound) {
@@ -399,15 +353,15 @@ func TestDOMWHonestFailure(t *testing.T) {
 }
 
 func TestDOMWBlankPageAndScreenshot(t *testing.T) {
-	_, s, _ := domwStart(t, DOMConfig{})
-	ctx := domwCtx(t)
-	domwNavigate(t, ctx, s, "about:blank")
+	_, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, "about:blank")
 	st, err := bus.Call(ctx, s.Bus(), events.BrowserStateRequest,
 		events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: true})
 	if err != nil || st.Error != "" {
 		t.Fatalf("about:blank: %v %q", err, st.Error)
 	}
-	if !strings.Contains(st.DOMText, "about") || len(st.Elements) != 0 || len(st.Screenshot) == 0 {
+	if !strings.Contains(st.DOMText, "about") || len(st.Elements) != 0 || string(st.Screenshot) != string(shotPNG) {
 		t.Fatalf("about:blank state text %q elements %d shot %d", st.DOMText, len(st.Elements), len(st.Screenshot))
 	}
 	if m := s.SelectorMap(); m == nil || len(m.Elements) != 0 {
@@ -415,17 +369,30 @@ func TestDOMWBlankPageAndScreenshot(t *testing.T) {
 	}
 }
 
+// Closed dialogs reach the observation from DialogHandled events, whoever
+// emits them, once each; a focus change drops the previous maps.
 func TestDOMWDialogsAndFocusChange(t *testing.T) {
-	src := &domwFakeDialogs{items: []events.DialogInfo{{Type: "alert", Message: "hi", Accepted: true}}}
-	env, s, w := domwStart(t, DOMConfig{Dialogs: src})
-	ctx := domwCtx(t)
-	domwNavigate(t, ctx, s, env.URL("/dom-links.html"))
-	st := domwState(t, ctx, s)
-	if len(st.ClosedDialogs) != 1 || st.ClosedDialogs[0].Message != "hi" {
+	env, s, w := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-links.html"))
+	if _, err := bus.Call(ctx, s.Bus(), events.DialogHandled, events.DialogHandledEvent{Type: "alert", Message: "hi", URL: "http://x/", Accepted: true}); err != nil {
+		t.Fatal(err)
+	}
+	st := wdtest.State(t, ctx, s)
+	if len(st.ClosedDialogs) != 1 || st.ClosedDialogs[0] != (events.DialogInfo{Type: "alert", Message: "hi", URL: "http://x/", Accepted: true}) {
 		t.Fatalf("closed dialogs %+v", st.ClosedDialogs)
 	}
-	if st2 := domwState(t, ctx, s); len(st2.ClosedDialogs) != 0 {
+	if st2 := wdtest.State(t, ctx, s); len(st2.ClosedDialogs) != 0 {
 		t.Fatalf("dialogs reported twice %+v", st2.ClosedDialogs)
+	}
+	// A page looping on alert() does not grow the list without bound.
+	for i := 0; i < 3*MaxClosedDialogs; i++ {
+		if _, err := bus.Call(ctx, s.Bus(), events.DialogHandled, events.DialogHandledEvent{Type: "alert", Message: "loop"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st3 := wdtest.State(t, ctx, s); len(st3.ClosedDialogs) != MaxClosedDialogs {
+		t.Fatalf("%d closed dialogs kept, want %d", len(st3.ClosedDialogs), MaxClosedDialogs)
 	}
 	if _, err := bus.Call(ctx, s.Bus(), events.AgentFocusChanged, events.AgentFocusChangedEvent{TargetID: s.FocusedTab()}); err != nil {
 		t.Fatal(err)
@@ -438,24 +405,59 @@ func TestDOMWDialogsAndFocusChange(t *testing.T) {
 	}
 }
 
-type domwFakeDialogs struct{ items []events.DialogInfo }
+// The screenshot of an observation comes from whichever watchdog answers
+// events.Screenshot, asked for the observed tab; without one, the state
+// says why it has no image.
+func TestDOMWScreenshotThroughTheBus(t *testing.T) {
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-links.html"))
+	st, err := bus.Call(ctx, s.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: true})
+	if err != nil || string(st.Screenshot) != string(shotPNG) {
+		t.Fatalf("state screenshot %q, %v; want the fake's image", st.Screenshot, err)
+	}
 
-func (d *domwFakeDialogs) TakeHandled() []events.DialogInfo {
-	out := d.items
-	d.items = nil
-	return out
+	w := New(Config{})
+	s2, env2, _, ctx2 := wdtest.Connect(t, session.Profile{}, w) // no screenshot watchdog at all
+	wdtest.Navigate(t, ctx2, s2, env2.URL("/dom-links.html"))
+	st2, err := bus.Call(ctx2, s2.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: true})
+	if err != nil || st2.Error != "" || len(st2.Elements) == 0 {
+		t.Fatalf("state without a screenshot watchdog: %v %q", err, st2.Error)
+	}
+	if st2.Screenshot != nil || !strings.Contains(strings.Join(st2.Hints, " "), "No screenshot") {
+		t.Fatalf("screenshot %d bytes, hints %q; want none and a hint saying why", len(st2.Screenshot), st2.Hints)
+	}
+}
+
+// PageText reads the tab's text fresh, after the page changed.
+func TestDOMWPageText(t *testing.T) {
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-links.html"))
+	var ignored any
+	wdtest.Eval(t, ctx, s, `document.body.insertAdjacentHTML('beforeend', '<p>added after load</p>')`, &ignored)
+	pt, err := bus.Call(ctx, s.Bus(), events.PageText, events.PageTextEvent{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(pt.URL, "/dom-links.html") || pt.Title == "" || !strings.Contains(pt.Text, "added after load") {
+		t.Fatalf("page text %+v", pt)
+	}
+	if _, err := bus.Call(ctx, s.Bus(), events.PageText, events.PageTextEvent{TargetID: "NO-SUCH-TAB"}); !errors.Is(err, session.ErrTabNotFound) {
+		t.Fatalf("unknown tab: %v", err)
+	}
 }
 
 func TestDOMWPendingRequests(t *testing.T) {
-	env, s, _ := domwStart(t, DOMConfig{})
-	ctx := domwCtx(t)
-	domwNavigate(t, ctx, s, env.URL("/dom-pending.html"))
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-pending.html"))
 	// The image starts after the load event; observe until it shows (the
 	// server holds it for 20 s).
 	var st events.BrowserState
 	found := false
 	for deadline := time.Now().Add(15 * time.Second); !found && time.Now().Before(deadline); {
-		st = domwState(t, ctx, s)
+		st = wdtest.State(t, ctx, s)
 		for _, u := range st.PendingRequests {
 			found = found || strings.Contains(u, "/slow?ms=20000")
 		}
@@ -474,18 +476,18 @@ func TestDOMWPendingRequests(t *testing.T) {
 // The observation carries the page's counts and the hints the model needs
 // (an empty page says so instead of showing nothing).
 func TestDOMWStatsAndHints(t *testing.T) {
-	env, s, _ := domwStart(t, DOMConfig{})
-	ctx := domwCtx(t)
-	domwNavigate(t, ctx, s, env.URL("/links.html"))
-	st := domwState(t, ctx, s)
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/links.html"))
+	st := wdtest.State(t, ctx, s)
 	if st.Stats.Links < 5 || st.Stats.Interactive < 5 || st.Stats.Nodes == 0 {
 		t.Fatalf("stats on links.html: %+v", st.Stats)
 	}
 	if slices.Contains(st.Hints, "The page appears empty.") {
 		t.Fatalf("links.html hinted as empty: %v", st.Hints)
 	}
-	domwEval(t, ctx, s, `document.body.replaceChildren()`, nil)
-	st = domwState(t, ctx, s)
+	wdtest.Eval(t, ctx, s, `document.body.replaceChildren()`, nil)
+	st = wdtest.State(t, ctx, s)
 	if !slices.Contains(st.Hints, "The page appears empty.") {
 		t.Fatalf("empty body without the empty hint: %v (stats %+v)", st.Hints, st.Stats)
 	}

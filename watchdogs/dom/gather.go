@@ -1,9 +1,11 @@
-package watchdogs
+package dom
 
 import (
 	"context"
+	_ "embed"
 	"errors"
-	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/chromedp/cdproto/accessibility"
@@ -16,11 +18,12 @@ import (
 
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/dom"
+	"github.com/browseragent/browseragent/internal/pagejs"
 )
 
-// domwProbe is what one cheap evaluation in the page's main world reports
+// probeResult is what one cheap evaluation in the page's main world reports
 // next to the DOM capture.
-type domwProbe struct {
+type probeResult struct {
 	URL         string   `json:"url"`
 	Title       string   `json:"title"`
 	ReadyState  string   `json:"readyState"`
@@ -29,77 +32,46 @@ type domwProbe struct {
 	Pending     []string `json:"pending"`
 }
 
-// domwProbeJS reads page metadata and the resources still loading, at
-// most 20: resource timing entries without responseEnd (upstream's probe;
-// Chrome adds most entries only once a response finished, so it rarely
-// fires) and images that have a source but are not complete.
-const domwProbeJS = `(() => {
-  const pending = [];
-  const add = (u) => { if (u && !u.startsWith('data:') && pending.length < 20 && !pending.includes(u)) pending.push(u); };
-  try {
-    for (const e of performance.getEntriesByType('resource')) {
-      if (e.responseEnd === 0) add(e.name);
-    }
-    for (const img of document.images) {
-      if (!img.complete && img.currentSrc) add(img.currentSrc);
-      else if (!img.complete && img.src) add(img.src);
-    }
-  } catch (e) {}
-  return { url: location.href, title: document.title, readyState: document.readyState,
-    contentType: document.contentType, dpr: window.devicePixelRatio, pending };
-})()`
+// probeJS reads page metadata and the resources still loading.
+//
+//go:embed js/probe.js
+var probeJS string
 
-// domwListenersJS collects elements with JS click-like listeners that are
-// not interactive by tag or attribute anyway (those need no listener to get
-// an index). getEventListeners is DevTools' command-line API, so it needs
-// includeCommandLineAPI. Pages over %d elements are skipped (the scan is
-// linear and slow); at most %d hits are kept.
-const domwListenersJS = `(() => {
-  const all = document.getElementsByTagName('*');
-  if (all.length > %d) return [];
-  const native = new Set(['A','BUTTON','INPUT','SELECT','TEXTAREA','OPTION','SUMMARY','DETAILS','LABEL','HTML','BODY']);
-  const out = [];
-  for (let i = 0; i < all.length; i++) {
-    const el = all[i];
-    if (native.has(el.tagName) || el.hasAttribute('onclick')) continue;
-    const ls = getEventListeners(el);
-    if (ls && (ls.click || ls.mousedown || ls.mouseup || ls.pointerdown || ls.pointerup)) {
-      out.push(el);
-      if (out.length >= %d) break;
-    }
-  }
-  return out;
-})()`
+// clickListenersJS is a function (limit, maxHits) returning the elements
+// with click-like listeners.
+//
+//go:embed js/click_listeners.js
+var clickListenersJS string
 
 const (
-	domwListenerGroup   = "browseragent-domw-listeners"
-	domwDescribeBatch   = 20
-	domwMaxListenerHits = 100
+	listenerGroup   = "browseragent-domw-listeners"
+	describeBatch   = 20
+	maxListenerHits = 100
 )
 
-// domwCapture is what was captured from one target.
-type domwCapture struct {
+// targetCapture is what was captured from one target.
+type targetCapture struct {
 	in      dom.FrameInput
 	metrics *page.GetLayoutMetricsResult
-	probe   *domwProbe // page target only
+	probe   *probeResult // page target only
 }
 
-// domwCaptureTarget captures one target: getDocument and captureSnapshot
+// captureTarget captures one target: getDocument and captureSnapshot
 // (the floor), layout metrics, the probe (page only) and the click-listener
 // scan, all pipelined on the session so the renderer sees them back to back.
 // Only the document and the snapshot are required; the rest degrade to
 // "unknown" when they fail.
-func domwCaptureTarget(ctx context.Context, cs *cdp.Session, isPage bool, listenerLimit int, warmAX bool) (*domwCapture, error) {
-	docR := cs.Send(ctx, cdpdom.CommandGetDocument, cdpdom.GetDocumentParams{Depth: ptr(int64(-1)), Pierce: ptr(true)})
+func captureTarget(ctx context.Context, cs *cdp.Session, isPage bool, listenerLimit int, warmAX bool) (*targetCapture, error) {
+	docR := cs.Send(ctx, cdpdom.CommandGetDocument, cdpdom.GetDocumentParams{Depth: pagejs.Ptr(int64(-1)), Pierce: pagejs.Ptr(true)})
 	snapR := cs.Send(ctx, domsnapshot.CommandCaptureSnapshot, domsnapshot.CaptureSnapshotParams{
 		ComputedStyles:    dom.RequiredComputedStyles,
-		IncludePaintOrder: ptr(true),
-		IncludeDOMRects:   ptr(true),
+		IncludePaintOrder: pagejs.Ptr(true),
+		IncludeDOMRects:   pagejs.Ptr(true),
 	})
 	metR := cs.Send(ctx, page.CommandGetLayoutMetrics, cdpproto.Empty{})
 	var probeR *cdp.Reply
 	if isPage {
-		probeR = cs.Send(ctx, runtime.CommandEvaluate, runtime.EvaluateParams{Expression: domwProbeJS, ReturnByValue: ptr(true)})
+		probeR = cs.Send(ctx, runtime.CommandEvaluate, runtime.EvaluateParams{Expression: probeJS, ReturnByValue: pagejs.Ptr(true)})
 	}
 	var listeners []cdpproto.BackendNodeID
 	var lwg sync.WaitGroup
@@ -107,11 +79,11 @@ func domwCaptureTarget(ctx context.Context, cs *cdp.Session, isPage bool, listen
 		lwg.Add(1)
 		go func() {
 			defer lwg.Done()
-			listeners = domwClickListeners(ctx, cs, listenerLimit)
+			listeners = clickListeners(ctx, cs, listenerLimit)
 		}()
 	}
 
-	out := &domwCapture{in: dom.FrameInput{
+	out := &targetCapture{in: dom.FrameInput{
 		TargetID:  string(cs.TargetID()),
 		SessionID: string(cs.ID()),
 		FrameID:   string(cs.TargetID()),
@@ -126,7 +98,7 @@ func domwCaptureTarget(ctx context.Context, cs *cdp.Session, isPage bool, listen
 		// decode the snapshot and build the tree; the per-candidate AX
 		// requests that follow are then cheap. Its answer is not needed.
 		cs.Send(ctx, accessibility.CommandGetPartialAXTree, accessibility.GetPartialAXTreeParams{
-			BackendNodeID: doc.Root.BackendNodeID, FetchRelatives: ptr(false)})
+			BackendNodeID: doc.Root.BackendNodeID, FetchRelatives: pagejs.Ptr(false)})
 	}
 	errSnap := snapR.Wait(ctx, &snap)
 	if metR.Wait(ctx, &met) == nil {
@@ -135,7 +107,7 @@ func domwCaptureTarget(ctx context.Context, cs *cdp.Session, isPage bool, listen
 	if probeR != nil {
 		var ev runtime.EvaluateResult
 		if probeR.Wait(ctx, &ev) == nil && ev.ExceptionDetails == nil && ev.Result != nil && len(ev.Result.Value) > 0 {
-			var p domwProbe
+			var p probeResult
 			if jsonv2.Unmarshal(ev.Result.Value, &p) == nil {
 				out.probe = &p
 			}
@@ -152,7 +124,7 @@ func domwCaptureTarget(ctx context.Context, cs *cdp.Session, isPage bool, listen
 	out.in.Snapshot = &snap
 	out.in.ClickListeners = listeners
 	if out.metrics != nil {
-		out.in.Viewport = domwViewport(out.metrics)
+		out.in.Viewport = viewport(out.metrics)
 	}
 	if out.probe != nil {
 		out.in.Viewport.DPR = out.probe.DPR
@@ -160,8 +132,8 @@ func domwCaptureTarget(ctx context.Context, cs *cdp.Session, isPage bool, listen
 	return out, nil
 }
 
-// domwViewport converts layout metrics (CSS pixels) to dom's viewport.
-func domwViewport(m *page.GetLayoutMetricsResult) dom.Viewport {
+// viewport converts layout metrics (CSS pixels) to dom's viewport.
+func viewport(m *page.GetLayoutMetricsResult) dom.Viewport {
 	var v dom.Viewport
 	if lv := m.CSSLayoutViewport; lv != nil {
 		v.Width, v.Height = float64(lv.ClientWidth), float64(lv.ClientHeight)
@@ -176,15 +148,15 @@ func domwViewport(m *page.GetLayoutMetricsResult) dom.Viewport {
 	return v
 }
 
-// domwClickListeners runs the listener scan and maps the elements it found
+// clickListeners runs the listener scan and maps the elements it found
 // to backend node ids. It is best effort: any failure yields what was
 // found so far (the listener only widens what counts as clickable).
-func domwClickListeners(ctx context.Context, cs *cdp.Session, limit int) []cdpproto.BackendNodeID {
+func clickListeners(ctx context.Context, cs *cdp.Session, limit int) []cdpproto.BackendNodeID {
 	ev, err := cdpproto.Call(ctx, cs, runtime.Evaluate, runtime.EvaluateParams{
-		Expression:            fmt.Sprintf(domwListenersJS, limit, domwMaxListenerHits),
-		ObjectGroup:           domwListenerGroup,
-		IncludeCommandLineAPI: ptr(true),
-		Silent:                ptr(true),
+		Expression:            "(" + strings.TrimSpace(clickListenersJS) + ")(" + strconv.Itoa(limit) + ", " + strconv.Itoa(maxListenerHits) + ")",
+		ObjectGroup:           listenerGroup,
+		IncludeCommandLineAPI: pagejs.Ptr(true),
+		Silent:                pagejs.Ptr(true),
 	})
 	if err != nil || ev.ExceptionDetails != nil || ev.Result == nil || ev.Result.ObjectID == "" {
 		return nil
@@ -194,9 +166,9 @@ func domwClickListeners(ctx context.Context, cs *cdp.Session, limit int) []cdppr
 		// and leaking the group would pin the elements in the page.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2e9)
 		defer cancel()
-		_ = cs.Call(rctx, runtime.CommandReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: domwListenerGroup}, nil)
+		_ = cs.Call(rctx, runtime.CommandReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: listenerGroup}, nil)
 	}()
-	props, err := cdpproto.Call(ctx, cs, runtime.GetProperties, runtime.GetPropertiesParams{ObjectID: ev.Result.ObjectID, OwnProperties: ptr(true)})
+	props, err := cdpproto.Call(ctx, cs, runtime.GetProperties, runtime.GetPropertiesParams{ObjectID: ev.Result.ObjectID, OwnProperties: pagejs.Ptr(true)})
 	if err != nil {
 		return nil
 	}
@@ -207,8 +179,8 @@ func domwClickListeners(ctx context.Context, cs *cdp.Session, limit int) []cdppr
 		}
 	}
 	var out []cdpproto.BackendNodeID
-	for start := 0; start < len(ids); start += domwDescribeBatch {
-		end := min(start+domwDescribeBatch, len(ids))
+	for start := 0; start < len(ids); start += describeBatch {
+		end := min(start+describeBatch, len(ids))
 		replies := make([]*cdp.Reply, 0, end-start)
 		for _, id := range ids[start:end] {
 			replies = append(replies, cs.Send(ctx, cdpdom.CommandDescribeNode, cdpdom.DescribeNodeParams{ObjectID: id}))
@@ -223,23 +195,23 @@ func domwClickListeners(ctx context.Context, cs *cdp.Session, limit int) []cdppr
 	return out
 }
 
-// domwAXWindow bounds the getPartialAXTree requests in flight per target.
-const domwAXWindow = 64
+// axWindow bounds the getPartialAXTree requests in flight per target.
+const axWindow = 64
 
-// domwPartialAX fetches the AX node of each candidate (no relatives),
-// keeping at most domwAXWindow requests in flight. Nodes that fail (gone
+// partialAX fetches the AX node of each candidate (no relatives),
+// keeping at most axWindow requests in flight. Nodes that fail (gone
 // since the capture) are skipped.
-func domwPartialAX(ctx context.Context, cs *cdp.Session, ids []cdpproto.BackendNodeID) ([]*accessibility.Node, error) {
+func partialAX(ctx context.Context, cs *cdp.Session, ids []cdpproto.BackendNodeID) ([]*accessibility.Node, error) {
 	var out []*accessibility.Node
-	for start := 0; start < len(ids); start += domwAXWindow {
+	for start := 0; start < len(ids); start += axWindow {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		end := min(start+domwAXWindow, len(ids))
+		end := min(start+axWindow, len(ids))
 		replies := make([]*cdp.Reply, 0, end-start)
 		for _, id := range ids[start:end] {
 			replies = append(replies, cs.Send(ctx, accessibility.CommandGetPartialAXTree,
-				accessibility.GetPartialAXTreeParams{BackendNodeID: id, FetchRelatives: ptr(false)}))
+				accessibility.GetPartialAXTreeParams{BackendNodeID: id, FetchRelatives: pagejs.Ptr(false)}))
 		}
 		for _, r := range replies {
 			var res accessibility.GetPartialAXTreeResult
@@ -259,8 +231,8 @@ func domwPartialAX(ctx context.Context, cs *cdp.Session, ids []cdpproto.BackendN
 	return out, nil
 }
 
-// domwFullAX fetches the whole AX tree of a target.
-func domwFullAX(ctx context.Context, cs *cdp.Session) ([]*accessibility.Node, error) {
+// fullAX fetches the whole AX tree of a target.
+func fullAX(ctx context.Context, cs *cdp.Session) ([]*accessibility.Node, error) {
 	res, err := cdpproto.Call(ctx, cs, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package watchdogs
+package dom
 
 import (
 	"bytes"
@@ -16,23 +16,24 @@ import (
 
 	"github.com/browseragent/browseragent/dom"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/wdtest"
 )
 
-// domwRecordEnv, when set to 1, makes TestDOMWRecordGolden capture the
+// recordEnv, when set to 1, makes TestDOMWRecordGolden capture the
 // fixture pages from the live browser with the watchdog's own gather code
 // and rewrite testdata/dom/*.json (dom.PageInput, AX nodes included) and
 // *.golden (the serializer text replayed from that JSON).
-const domwRecordEnv = "BROWSERAGENT_RECORD_DOM"
+const recordEnv = "BROWSERAGENT_RECORD_DOM"
 
-// domwGoldenPages are the recorded fixture pages, by golden name.
-var domwGoldenPages = map[string]string{
+// goldenPages are the recorded fixture pages, by golden name.
+var goldenPages = map[string]string{
 	"forms":   "/dom-forms.html",
 	"shadow":  "/shadow.html",
 	"iframes": "/iframes.html",
 }
 
-// domwReplay runs a recorded capture through dom.Build and dom.Serialize.
-func domwReplay(in *dom.PageInput) (string, error) {
+// replay runs a recorded capture through dom.Build and dom.Serialize.
+func replay(in *dom.PageInput) (string, error) {
 	tree, err := dom.Build(in, dom.Options{})
 	if err != nil {
 		return "", err
@@ -47,14 +48,14 @@ func domwReplay(in *dom.PageInput) (string, error) {
 // TestDOMWGolden replays the committed captures (no browser needed) and
 // compares the text with the committed expectation.
 func TestDOMWGolden(t *testing.T) {
-	for name := range domwGoldenPages {
+	for name := range goldenPages {
 		t.Run(name, func(t *testing.T) {
 			base := filepath.Join("testdata", "dom", name)
 			in, err := dom.LoadPageInput(base + ".json")
 			if err != nil {
-				t.Fatalf("%v (record with %s=1)", err, domwRecordEnv)
+				t.Fatalf("%v (record with %s=1)", err, recordEnv)
 			}
-			got, err := domwReplay(in)
+			got, err := replay(in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,22 +99,22 @@ func TestDOMWGoldenSemantics(t *testing.T) {
 // directory, or over testdata/dom when BROWSERAGENT_RECORD_DOM=1.
 func TestDOMWRecordGolden(t *testing.T) {
 	dir := t.TempDir()
-	if os.Getenv(domwRecordEnv) == "1" {
+	if os.Getenv(recordEnv) == "1" {
 		dir = filepath.Join("testdata", "dom")
 	}
-	env, s, w := domwStart(t, DOMConfig{})
-	ctx := domwCtx(t)
+	env, s, w := start(t, Config{})
+	ctx := wdtest.Ctx(t)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, p := range domwGoldenPages {
-		domwNavigate(t, ctx, s, env.URL(p))
+	for name, p := range goldenPages {
+		wdtest.Navigate(t, ctx, s, env.URL(p))
 		tab := s.FocusedTab()
 		cs, err := s.PageSession(tab)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var obs *domwObservation
+		var obs *observation
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			w.mu.Lock()
@@ -138,7 +139,7 @@ func TestDOMWRecordGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		replayed, err := domwReplay(in)
+		replayed, err := replay(in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,9 +155,9 @@ func TestDOMWRecordGolden(t *testing.T) {
 		}
 		t.Logf("recorded %s: %d bytes of capture, %d of text", base, len(b), len(replayed))
 	}
-	if os.Getenv(domwRecordEnv) == "1" {
+	if os.Getenv(recordEnv) == "1" {
 		// The benchmark input: a 10k-element page, gzipped (it is large).
-		domwNavigate(t, ctx, s, env.URL("/generated?n=10000"))
+		wdtest.Navigate(t, ctx, s, env.URL("/generated?n=10000"))
 		tab := s.FocusedTab()
 		cs, err := s.PageSession(tab)
 		if err != nil {
@@ -176,22 +177,22 @@ func TestDOMWRecordGolden(t *testing.T) {
 		if err := zw.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, domwLargeCapture), gz.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, largeCapture), gz.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("recorded %s: %d bytes (%d gzipped)", domwLargeCapture, len(b), gz.Len())
+		t.Logf("recorded %s: %d bytes (%d gzipped)", largeCapture, len(b), gz.Len())
 	}
 }
 
-// domwLargeCapture is the recorded capture of /generated?n=10000 that
+// largeCapture is the recorded capture of /generated?n=10000 that
 // BenchmarkDOMWReplay10k feeds to package dom.
-const domwLargeCapture = "generated10k.json.gz"
+const largeCapture = "generated10k.json.gz"
 
-func domwLoadLarge(tb testing.TB) *dom.PageInput {
+func loadLarge(tb testing.TB) *dom.PageInput {
 	tb.Helper()
-	f, err := os.Open(filepath.Join("testdata", "dom", domwLargeCapture))
+	f, err := os.Open(filepath.Join("testdata", "dom", largeCapture))
 	if err != nil {
-		tb.Fatalf("%v (record with %s=1 go test -run TestDOMWRecordGolden ./watchdogs/)", err, domwRecordEnv)
+		tb.Fatalf("%v (record with %s=1 go test -run TestDOMWRecordGolden ./watchdogs/)", err, recordEnv)
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
@@ -212,7 +213,7 @@ func domwLoadLarge(tb testing.TB) *dom.PageInput {
 // BenchmarkDOMWReplay10k is the Go side of an observation alone (merge,
 // filters, serializer) on recorded CDP results of a 10k-element page.
 func BenchmarkDOMWReplay10k(b *testing.B) {
-	in := domwLoadLarge(b)
+	in := loadLarge(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -228,7 +229,7 @@ func BenchmarkDOMWReplay10k(b *testing.B) {
 
 // The recorded large capture replays into a sane observation.
 func TestDOMWReplayLarge(t *testing.T) {
-	in := domwLoadLarge(t)
+	in := loadLarge(t)
 	tree, err := dom.Build(in, dom.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -242,49 +243,20 @@ func TestDOMWReplayLarge(t *testing.T) {
 	}
 }
 
-// TestDOMWXPathMatchesDom checks the memoised XPath against dom.XPath on
-// every element of the recorded pages (shadow roots and iframes included).
-func TestDOMWXPathMatchesDom(t *testing.T) {
-	for name := range domwGoldenPages {
-		in, err := dom.LoadPageInput(filepath.Join("testdata", "dom", name+".json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tree, err := dom.Build(in, dom.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		xp := domwXPather{}
-		n := 0
-		tree.Walk(func(nd *dom.Node) bool {
-			if nd.IsElement() {
-				n++
-				if got, want := xp.xpath(nd), dom.XPath(nd); got != want {
-					t.Errorf("%s: xpath %q, dom.XPath %q", name, got, want)
-				}
-			}
-			return true
-		})
-		if n < 10 {
-			t.Fatalf("%s: only %d elements", name, n)
-		}
-	}
-}
-
 // TestDOMWURLRules covers which pages are indexed and which count as PDFs.
 func TestDOMWURLRules(t *testing.T) {
 	for u, want := range map[string]bool{
 		"http://a.test/": true, "HTTPS://a.test/x": true, "file:///tmp/x.html": true, "data:text/html,hi": true,
 		"about:blank": false, "chrome://newtab/": false, "chrome-error://chromewebdata/": false, "devtools://x": false, "": false,
 	} {
-		if got := domwCapturable(u); got != want {
+		if got := capturable(u); got != want {
 			t.Errorf("capturable(%q) = %v", u, got)
 		}
 	}
 	for u, want := range map[string]bool{
 		"http://a.test/doc.PDF": true, "http://a.test/doc.pdf?x=1#p=2": true, "http://a.test/pdf": false, "http://a.test/x.pdf.html": false, "%zz": false,
 	} {
-		if got := domwIsPDFURL(u); got != want {
+		if got := isPDFURL(u); got != want {
 			t.Errorf("isPDF(%q) = %v", u, got)
 		}
 	}
@@ -297,7 +269,7 @@ func TestDOMWPageInfo(t *testing.T) {
 		CSSVisualViewport: &page.VisualViewport{PageX: 10, PageY: 300, ClientWidth: 800, ClientHeight: 600},
 		CSSContentSize:    &cdpdom.Rect{Width: 1000, Height: 2000},
 	}
-	got := domwPageInfo(m)
+	got := pageInfo(m)
 	want := events.PageInfo{ViewportWidth: 800, ViewportHeight: 600, PageWidth: 1000, PageHeight: 2000,
 		ScrollX: 10, ScrollY: 300, PixelsAbove: 300, PixelsBelow: 1100, PixelsLeft: 10, PixelsRight: 190}
 	if got != want {

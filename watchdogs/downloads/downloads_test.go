@@ -1,15 +1,16 @@
-package watchdogs
+package downloads
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -17,84 +18,37 @@ import (
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
 	"github.com/browseragent/browseragent/internal/testbrowser"
+	"github.com/browseragent/browseragent/internal/wdtest"
 	"github.com/browseragent/browseragent/session"
+	"github.com/chromedp/cdproto/browser"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
-// dlHarness is a started session with the downloads watchdog and the
-// download events it emitted.
-type dlHarness struct {
+func TestMain(m *testing.M) { testbrowser.Main(m) }
+
+// harness is a started session with the downloads watchdog and a recorder
+// of the events it emits.
+type harness struct {
 	t   *testing.T
 	env *testbrowser.Env
 	s   *session.Session
-	w   *Downloads
+	w   *Watchdog
+	rec *wdtest.Recorder
 	ctx context.Context
-
-	mu       sync.Mutex
-	started  []events.DownloadStartedEvent
-	progress []events.DownloadProgressEvent
-	files    []events.FileDownloadedEvent
-	notify   chan struct{}
-	stopped  bool
 }
 
-func dlStart(t *testing.T, prof session.Profile, cfg DownloadsConfig) *dlHarness {
+func start(t *testing.T, prof session.Profile, cfg Config) *harness {
 	t.Helper()
-	env := testbrowser.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	prof.CDPURL = env.Browser.WebSocketURL()
-	w := NewDownloads(cfg)
-	s := session.New(prof, session.WithWatchdogs(w))
-	if err := s.Start(ctx); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	h := &dlHarness{t: t, env: env, s: s, w: w, ctx: ctx, notify: make(chan struct{}, 1)}
-	t.Cleanup(func() { h.stop() })
-	wake := func() {
-		select {
-		case h.notify <- struct{}{}:
-		default:
-		}
-	}
-	b := s.Bus()
-	_, err1 := bus.Handle(b, events.DownloadStarted, "dltest", func(_ context.Context, e events.DownloadStartedEvent) (events.None, error) {
-		h.mu.Lock()
-		h.started = append(h.started, e)
-		h.mu.Unlock()
-		wake()
-		return events.None{}, nil
-	})
-	_, err2 := bus.Handle(b, events.DownloadProgress, "dltest", func(_ context.Context, e events.DownloadProgressEvent) (events.None, error) {
-		h.mu.Lock()
-		h.progress = append(h.progress, e)
-		h.mu.Unlock()
-		wake()
-		return events.None{}, nil
-	})
-	_, err3 := bus.Handle(b, events.FileDownloaded, "dltest", func(_ context.Context, e events.FileDownloadedEvent) (events.None, error) {
-		h.mu.Lock()
-		h.files = append(h.files, e)
-		h.mu.Unlock()
-		wake()
-		return events.None{}, nil
-	})
-	for _, err := range []error{err1, err2, err3} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return h
+	w := New(cfg)
+	s, env, rec, ctx := wdtest.Connect(t, prof, w)
+	return &harness{t: t, env: env, s: s, w: w, rec: rec, ctx: ctx}
 }
 
-func (h *dlHarness) stop() {
+// stop stops the session before the test ends (cleanup's Stop is then a
+// no-op).
+func (h *harness) stop() {
 	h.t.Helper()
-	h.mu.Lock()
-	done := h.stopped
-	h.stopped = true
-	h.mu.Unlock()
-	if done {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := h.s.Stop(ctx); err != nil {
@@ -102,45 +56,43 @@ func (h *dlHarness) stop() {
 	}
 }
 
-// waitUntil waits (bounded generously) until cond holds under h.mu.
-func (h *dlHarness) waitUntil(what string, cond func() bool) {
-	h.t.Helper()
-	deadline := time.After(60 * time.Second)
-	for {
-		h.mu.Lock()
-		ok := cond()
-		h.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-h.notify:
-		case <-deadline:
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.t.Fatalf("timed out waiting for %s; started %+v progress %+v files %+v", what, h.started, h.progress, h.files)
+// recorded returns the recorded events of type E, oldest first.
+func recorded[E any](rec *wdtest.Recorder) []E {
+	var out []E
+	for _, ev := range rec.All() {
+		if e, ok := ev.(E); ok {
+			out = append(out, e)
 		}
 	}
+	return out
+}
+
+func (h *harness) started() []events.DownloadStartedEvent {
+	return recorded[events.DownloadStartedEvent](h.rec)
+}
+
+func (h *harness) progress() []events.DownloadProgressEvent {
+	return recorded[events.DownloadProgressEvent](h.rec)
 }
 
 // waitFiles waits for n FileDownloaded events and returns them.
-func (h *dlHarness) waitFiles(n int) []events.FileDownloadedEvent {
+func (h *harness) waitFiles(n int) []events.FileDownloadedEvent {
 	h.t.Helper()
-	h.waitUntil(strconv.Itoa(n)+" downloaded files", func() bool { return len(h.files) >= n })
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]events.FileDownloadedEvent(nil), h.files...)
+	wdtest.WaitEvent(h.t, h.rec, time.Minute, func(events.FileDownloadedEvent) bool {
+		return len(recorded[events.FileDownloadedEvent](h.rec)) >= n
+	})
+	return recorded[events.FileDownloadedEvent](h.rec)
 }
 
-func (h *dlHarness) eval(expr string) {
+// waitProgress waits for a DownloadProgress event matching ok.
+func (h *harness) waitProgress(ok func(events.DownloadProgressEvent) bool) events.DownloadProgressEvent {
 	h.t.Helper()
-	cs, err := h.s.PageSession("")
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if err := evaluate(h.ctx, cs, expr, nil); err != nil {
-		h.t.Fatalf("evaluate %s: %v", expr, err)
-	}
+	return wdtest.WaitEvent(h.t, h.rec, time.Minute, ok)
+}
+
+func (h *harness) eval(expr string) {
+	h.t.Helper()
+	wdtest.Eval(h.t, h.ctx, h.s, expr, nil)
 }
 
 // navigateDownload navigates to a URL that answers with an attachment.
@@ -148,7 +100,7 @@ func (h *dlHarness) eval(expr string) {
 // (Page.navigate answers isDownload=true together with net::ERR_ABORTED);
 // both that and a download verdict are accepted here, the file is what the
 // tests check.
-func (h *dlHarness) navigateDownload(u string) {
+func (h *harness) navigateDownload(u string) {
 	h.t.Helper()
 	res, err := bus.Call(h.ctx, h.s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: u})
 	var ne *session.NavigationError
@@ -163,7 +115,7 @@ func (h *dlHarness) navigateDownload(u string) {
 	}
 }
 
-func dlReadFile(t *testing.T, p string) string {
+func readFile(t *testing.T, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -172,7 +124,7 @@ func dlReadFile(t *testing.T, p string) string {
 	return string(b)
 }
 
-func dlAssertInside(t *testing.T, dir, p string) {
+func assertInside(t *testing.T, dir, p string) {
 	t.Helper()
 	if filepath.Dir(p) != dir {
 		t.Fatalf("file %s is not directly inside %s", p, dir)
@@ -187,22 +139,20 @@ func dlAssertInside(t *testing.T, dir, p string) {
 }
 
 func TestDownloadsLinkClick(t *testing.T) {
-	h := dlStart(t, session.Profile{}, DownloadsConfig{})
+	h := start(t, session.Profile{}, Config{})
 	dir := h.w.Dir()
 	if dir == "" || !strings.Contains(filepath.Base(dir), "browseragent-downloads-") {
 		t.Fatalf("temp dir %q", dir)
 	}
-	if _, err := bus.Call(h.ctx, h.s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: h.env.URL("/links.html")}); err != nil {
-		t.Fatal(err)
-	}
+	wdtest.Navigate(t, h.ctx, h.s, h.env.URL("/links.html"))
 	h.eval(`document.getElementById("download").click(), true`)
 	files := h.waitFiles(1)
 	f := files[0]
-	dlAssertInside(t, dir, f.Path)
+	assertInside(t, dir, f.Path)
 	if f.FileName != "report.txt" || filepath.Base(f.Path) != "report.txt" {
 		t.Fatalf("file %+v", f)
 	}
-	if got, want := dlReadFile(t, f.Path), "browseragent download fixture: report.txt\n"; got != want {
+	if got, want := readFile(t, f.Path), "browseragent download fixture: report.txt\n"; got != want {
 		t.Fatalf("content %q, want %q", got, want)
 	}
 	if f.Size != int64(len("browseragent download fixture: report.txt\n")) || f.FileType != "txt" || f.MIMEType != "text/plain" || f.AutoDownload {
@@ -211,9 +161,7 @@ func TestDownloadsLinkClick(t *testing.T) {
 	if !strings.HasSuffix(f.URL, "/download?name=report.txt") || f.GUID == "" {
 		t.Fatalf("file url/guid %+v", f)
 	}
-	h.mu.Lock()
-	started, progress := append([]events.DownloadStartedEvent(nil), h.started...), append([]events.DownloadProgressEvent(nil), h.progress...)
-	h.mu.Unlock()
+	started, progress := h.started(), h.progress()
 	if len(started) != 1 || started[0].GUID != f.GUID || started[0].SuggestedFilename != "report.txt" {
 		t.Fatalf("started %+v", started)
 	}
@@ -238,7 +186,7 @@ func TestDownloadsLinkClick(t *testing.T) {
 
 func TestDownloadsNavigationAndCollisions(t *testing.T) {
 	given := filepath.Join(t.TempDir(), "given")
-	h := dlStart(t, session.Profile{DownloadsDir: given}, DownloadsConfig{})
+	h := start(t, session.Profile{DownloadsDir: given}, Config{})
 	if h.w.Dir() != given {
 		real, _ := filepath.EvalSymlinks(given)
 		if h.w.Dir() != real {
@@ -255,8 +203,8 @@ func TestDownloadsNavigationAndCollisions(t *testing.T) {
 		if f.FileName != want[i] {
 			t.Fatalf("file %d named %q, want %q", i, f.FileName, want[i])
 		}
-		dlAssertInside(t, h.w.Dir(), f.Path)
-		if dlReadFile(t, f.Path) != "browseragent download fixture: report.txt\n" {
+		assertInside(t, h.w.Dir(), f.Path)
+		if readFile(t, f.Path) != "browseragent download fixture: report.txt\n" {
 			t.Fatalf("content of %s", f.Path)
 		}
 	}
@@ -268,8 +216,8 @@ func TestDownloadsNavigationAndCollisions(t *testing.T) {
 	}
 }
 
-// dlHostileServer serves attachments whose names try to leave the folder.
-func dlHostileServer(t *testing.T) *httptest.Server {
+// hostileServer serves attachments whose names try to leave the folder.
+func hostileServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -293,8 +241,8 @@ func dlHostileServer(t *testing.T) *httptest.Server {
 func TestDownloadsHostileNamesStayInside(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "downloads")
-	h := dlStart(t, session.Profile{}, DownloadsConfig{Dir: dir})
-	srv := dlHostileServer(t)
+	h := start(t, session.Profile{}, Config{Dir: dir})
+	srv := hostileServer(t)
 	paths := []string{"/plain", "/encoded", "/dots"}
 	for i, p := range paths {
 		h.navigateDownload(srv.URL + p)
@@ -302,12 +250,12 @@ func TestDownloadsHostileNamesStayInside(t *testing.T) {
 	}
 	real := h.w.Dir()
 	for i, f := range h.w.Files() {
-		dlAssertInside(t, real, f.Path)
+		assertInside(t, real, f.Path)
 		if f.FileName == ".." || strings.HasPrefix(f.FileName, ".") || strings.ContainsAny(f.FileName, `/\`) {
 			t.Fatalf("file name %q", f.FileName)
 		}
 		t.Logf("%s saved as %q", paths[i], f.FileName)
-		if got := dlReadFile(t, f.Path); got != "hostile "+paths[i] {
+		if got := readFile(t, f.Path); got != "hostile "+paths[i] {
 			t.Fatalf("content of %s = %q", f.Path, got)
 		}
 	}
@@ -341,33 +289,23 @@ func TestDownloadsCancel(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
-	h := dlStart(t, session.Profile{}, DownloadsConfig{})
+	h := start(t, session.Profile{}, Config{})
 	h.navigateDownload(srv.URL + "/big")
-	h.waitUntil("download start", func() bool { return len(h.started) == 1 })
-	h.mu.Lock()
-	guid := h.started[0].GUID
-	h.mu.Unlock()
+	guid := wdtest.WaitEvent(t, h.rec, time.Minute, func(events.DownloadStartedEvent) bool { return true }).GUID
 	if err := h.w.Cancel(h.ctx, guid); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
-	h.waitUntil("canceled state", func() bool {
-		for _, p := range h.progress {
-			if p.GUID == guid && p.State == "canceled" {
-				return true
-			}
-		}
-		return false
-	})
-	if err := h.w.Cancel(h.ctx, guid); err == nil {
-		t.Fatal("cancelling a finished download must fail")
+	h.waitProgress(func(p events.DownloadProgressEvent) bool { return p.GUID == guid && p.State == "canceled" })
+	if err := h.w.Cancel(h.ctx, guid); !errors.Is(err, ErrDownloadNotFound) {
+		t.Fatalf("cancelling a finished download: %v, want ErrDownloadNotFound", err)
 	}
 	if len(h.w.Files()) != 0 {
 		t.Fatalf("a cancelled download is listed: %+v", h.w.Files())
 	}
 }
 
-// dlPDF is a minimal valid one-page PDF.
-const dlPDF = "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n" +
+// pdfFixture is a minimal valid one-page PDF.
+const pdfFixture = "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n" +
 	"2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n" +
 	"3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 200]>>endobj\n" +
 	"trailer<</Root 1 0 R>>\n%%EOF\n"
@@ -379,19 +317,17 @@ func TestDownloadsAutoPDF(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/pdf")
-		_, _ = w.Write([]byte(dlPDF))
+		_, _ = w.Write([]byte(pdfFixture))
 	}))
 	t.Cleanup(srv.Close)
-	h := dlStart(t, session.Profile{AutoDownloadPDFs: true}, DownloadsConfig{})
-	if _, err := bus.Call(h.ctx, h.s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: srv.URL + "/docs/sample.pdf"}); err != nil {
-		t.Fatalf("navigate to the PDF: %v", err)
-	}
+	h := start(t, session.Profile{AutoDownloadPDFs: true}, Config{})
+	wdtest.Navigate(t, h.ctx, h.s, srv.URL+"/docs/sample.pdf")
 	f := h.waitFiles(1)[0]
-	dlAssertInside(t, h.w.Dir(), f.Path)
+	assertInside(t, h.w.Dir(), f.Path)
 	if f.FileName != "sample.pdf" || f.MIMEType != "application/pdf" {
 		t.Fatalf("file %+v", f)
 	}
-	if got := dlReadFile(t, f.Path); got != dlPDF {
+	if got := readFile(t, f.Path); got != pdfFixture {
 		t.Fatalf("content %q", got)
 	}
 	t.Logf("PDF saved with AutoDownload=%v", f.AutoDownload)
@@ -424,12 +360,12 @@ func TestDownloadsSanitizeName(t *testing.T) {
 		{"dir/", "download"},
 	}
 	for _, c := range cases {
-		if got := dlSanitizeName(c.in); got != c.want {
-			t.Errorf("dlSanitizeName(%q) = %q, want %q", c.in, got, c.want)
+		if got := sanitizeName(c.in); got != c.want {
+			t.Errorf("sanitizeName(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
-	got := dlSanitizeName(long)
-	if len(got) > dlMaxName || !utf8.ValidString(got) || !strings.HasSuffix(got, ".pdf") {
+	got := sanitizeName(long)
+	if len(got) > maxName || !utf8.ValidString(got) || !strings.HasSuffix(got, ".pdf") {
 		t.Errorf("long name -> %q (%d bytes)", got, len(got))
 	}
 }
@@ -446,8 +382,8 @@ func TestDownloadsContainment(t *testing.T) {
 		{filepath.Join(dir, "sub", "a.txt"), false},
 		{"/etc/passwd", false},
 	} {
-		if got := dlContained(dir, c.p); got != c.want {
-			t.Errorf("dlContained(%q) = %v, want %v", c.p, got, c.want)
+		if got := contained(dir, c.p); got != c.want {
+			t.Errorf("contained(%q) = %v, want %v", c.p, got, c.want)
 		}
 	}
 	// A symlink planted under the wanted name is never followed or replaced.
@@ -462,7 +398,7 @@ func TestDownloadsContainment(t *testing.T) {
 	if err := os.WriteFile(src, []byte("new"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dst, err := dlMoveInto(dir, src, "a.txt")
+	dst, err := moveInto(dir, src, "a.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,26 +410,189 @@ func TestDownloadsContainment(t *testing.T) {
 	}
 	// A raw hostile suggested name (Chromium sanitizes its own, this is the
 	// second line of defence) ends inside the folder.
-	w := &Downloads{}
+	w := &Watchdog{}
 	guid := "6f1c2a9e-0000-4000-8000-00000000abcd"
 	if err := os.WriteFile(filepath.Join(dir, guid), []byte("payload"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := w.dlFinish(make(chan struct{}), dir, &dlActive{guid: guid, url: "http://x/", name: "../../x"})
+	f, err := w.finish(context.Background(), dir, &active{guid: guid, url: "http://x/", name: "../../x"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f.Path != filepath.Join(dir, "x") || f.Size != 7 {
 		t.Fatalf("finished as %+v", f)
 	}
-	if _, err := w.dlFinish(make(chan struct{}), dir, &dlActive{guid: "../../etc/passwd", name: "p"}); err == nil {
+	if _, err := w.finish(context.Background(), dir, &active{guid: "../../etc/passwd", name: "p"}); err == nil {
 		t.Fatal("a guid naming a path was accepted")
 	}
 	// Bad input loses nothing: a missing source leaves no placeholder.
-	if _, err := dlMoveInto(dir, filepath.Join(dir, "missing"), "b.txt"); err == nil {
+	if _, err := moveInto(dir, filepath.Join(dir, "missing"), "b.txt"); err == nil {
 		t.Fatal("moving a missing file succeeded")
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "b.txt")); !os.IsNotExist(err) {
 		t.Fatalf("placeholder left behind: %v", err)
+	}
+}
+
+// TestDownloadsAutoPDFErrors: an oversized PDF and an HTTP error on the
+// page's fetch are reported with their sentinel errors and a canceled
+// progress, and nothing is written.
+func TestDownloadsAutoPDFErrors(t *testing.T) {
+	var served atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/big.pdf":
+		case "/once.pdf": // the tab gets the PDF, the watchdog's fetch a 404
+			if served.Add(1) > 1 {
+				http.NotFound(w, r)
+				return
+			}
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/pdf")
+		_, _ = w.Write([]byte(pdfFixture))
+	}))
+	t.Cleanup(srv.Close)
+	h := start(t, session.Profile{}, Config{AutoDownloadPDFs: true, MaxPDFBytes: 16})
+
+	wdtest.Navigate(t, h.ctx, h.s, srv.URL+"/big.pdf")
+	var ct string
+	wdtest.Eval(t, h.ctx, h.s, "document.contentType", &ct)
+	if ct != "application/pdf" {
+		t.Skipf("this Chromium does not show PDFs in the tab (content type %q): nothing to auto-download", ct)
+	}
+	canceled := h.waitProgress(func(p events.DownloadProgressEvent) bool {
+		return strings.HasPrefix(p.GUID, "pdf-") && p.State == "canceled"
+	})
+	tab := h.s.FocusedTab()
+	_, err := h.w.onNavigationComplete(h.ctx, events.NavigationCompleteEvent{TargetID: tab, URL: srv.URL + "/big.pdf"})
+	if !errors.Is(err, ErrPDFTooLarge) || !strings.Contains(err.Error(), "/big.pdf") {
+		t.Fatalf("oversized PDF: %v, want ErrPDFTooLarge naming the URL", err)
+	}
+
+	wdtest.Navigate(t, h.ctx, h.s, srv.URL+"/once.pdf")
+	h.waitProgress(func(p events.DownloadProgressEvent) bool {
+		return strings.HasPrefix(p.GUID, "pdf-") && p.GUID != canceled.GUID && p.State == "canceled"
+	})
+	_, err = h.w.onNavigationComplete(h.ctx, events.NavigationCompleteEvent{TargetID: tab, URL: srv.URL + "/once.pdf"})
+	if !errors.Is(err, ErrPDFFetch) || !strings.Contains(err.Error(), "HTTP 404") {
+		t.Fatalf("PDF fetch answered 404: %v, want ErrPDFFetch naming the status", err)
+	}
+	if files := h.w.Files(); len(files) != 0 {
+		t.Fatalf("a failed auto-download was listed: %+v", files)
+	}
+	if entries, _ := os.ReadDir(h.w.Dir()); len(entries) != 0 {
+		t.Fatalf("a failed auto-download left %v", entries)
+	}
+}
+
+// TestDownloadsWaitForFile: the wait for a completed download's file ends
+// when the file appears, when its bound passes, and at once when its
+// context (the watchdog's group) ends.
+func TestDownloadsWaitForFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "late")
+	appear := time.AfterFunc(3*fileTick, func() { _ = os.WriteFile(p, []byte("x"), 0o644) })
+	defer appear.Stop()
+	if fi, err := waitForFile(context.Background(), p, time.Minute); err != nil || fi.Size() != 1 {
+		t.Fatalf("waiting for a file that appears: %v, %v", fi, err)
+	}
+	if _, err := waitForFile(context.Background(), filepath.Join(dir, "never"), 2*fileTick); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("bounded wait: %v, want a not-exist error", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	begun := time.Now()
+	if _, err := waitForFile(ctx, filepath.Join(dir, "never"), time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled wait: %v, want context.Canceled", err)
+	}
+	if d := time.Since(begun); d > 10*time.Second {
+		t.Fatalf("a cancelled wait took %s", d)
+	}
+	// A stopped group ends the wait of a finish in progress.
+	w := &Watchdog{}
+	if _, err := w.finish(ctx, dir, &active{guid: "0123abcd", name: "x"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("finish with a stopped group: %v", err)
+	}
+}
+
+// TestDownloadsResync: after lost events, a download whose file the
+// browser completed is saved (and its late completed event ignored), one
+// still writing its .crdownload is left running, one with no file is
+// logged as possibly lost, and guid-named files no event announced are
+// logged and left alone.
+func TestDownloadsResync(t *testing.T) {
+	dir := t.TempDir()
+	const (
+		done    = "11111111-1111-4111-8111-111111111111"
+		running = "22222222-2222-4222-8222-222222222222"
+		missing = "33333333-3333-4333-8333-333333333333"
+		orphan  = "44444444-4444-4444-8444-444444444444"
+	)
+	for name, content := range map[string]string{
+		done:                       "complete payload",
+		running + ".crdownload":    "part",
+		orphan:                     "from another run",
+		"report.txt":               "an earlier download",
+		"55555555-5555.crdownload": "not a uuid: ignored",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	core, logs := observer.New(zap.DebugLevel)
+	w := &Watchdog{
+		dir: dir, log: zap.New(core), done: map[string]bool{},
+		active: map[string]*active{
+			done:    {guid: done, url: "http://x/r", name: "report.txt"},
+			running: {guid: running, url: "http://x/b", name: "big.bin"},
+			missing: {guid: missing, url: "http://x/m", name: "gone.txt"},
+		},
+	}
+	// A stopped group resyncs nothing.
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	w.resync(stopped)
+	if len(w.Files()) != 0 || len(w.active) != 3 {
+		t.Fatalf("resync with a stopped group acted: files %+v, active %d", w.Files(), len(w.active))
+	}
+
+	ctx := context.Background()
+	w.resync(ctx)
+	files := w.Files()
+	if len(files) != 1 || files[0].GUID != done || files[0].FileName != "report (1).txt" || files[0].Size != int64(len("complete payload")) {
+		t.Fatalf("files after resync: %+v", files)
+	}
+	if got := readFile(t, files[0].Path); got != "complete payload" {
+		t.Fatalf("saved content %q", got)
+	}
+	if w.active[done] != nil || w.active[running] == nil || w.active[missing] == nil {
+		t.Fatalf("in progress after resync: %v", w.active)
+	}
+	lost := logs.FilterMessageSnippet("may be lost").All()
+	if len(lost) != 1 || lost[0].ContextMap()["guid"] != missing || lost[0].ContextMap()["url"] != "http://x/m" {
+		t.Fatalf("possibly lost downloads logged: %+v", lost)
+	}
+	unann := logs.FilterMessageSnippet("no event announced").All()
+	if len(unann) != 1 || fmt.Sprint(unann[0].ContextMap()["files"]) != "["+orphan+"]" {
+		t.Fatalf("unannounced files logged: %+v", unann)
+	}
+	if got := readFile(t, filepath.Join(dir, orphan)); got != "from another run" {
+		t.Fatalf("an unannounced file was touched: %q", got)
+	}
+	// The completed event that was only late, not lost, changes nothing.
+	w.progress(ctx, &browser.EventDownloadProgress{GUID: done, State: browser.DownloadProgressStateCompleted, ReceivedBytes: 16, TotalBytes: 16})
+	if len(w.Files()) != 1 || logs.FilterMessage("saving download").Len() != 0 {
+		t.Fatalf("the late completed event was handled again: files %+v, logs %+v", w.Files(), logs.All())
+	}
+	// The running one completes normally.
+	if err := os.Rename(filepath.Join(dir, running+".crdownload"), filepath.Join(dir, running)); err != nil {
+		t.Fatal(err)
+	}
+	w.progress(ctx, &browser.EventDownloadProgress{GUID: running, State: browser.DownloadProgressStateCompleted})
+	if files := w.Files(); len(files) != 2 || files[1].FileName != "big.bin" {
+		t.Fatalf("files after the running download completed: %+v", files)
 	}
 }

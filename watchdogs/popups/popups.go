@@ -1,9 +1,36 @@
-package watchdogs
+// Package popups is the popups watchdog: it answers the JavaScript dialogs
+// (alert, confirm, prompt, beforeunload) of every tab and cross-site iframe
+// of a session through a DialogPolicy, so that no dialog blocks a page.
+//
+// It handles no bus events: it consumes Page.javascriptDialogOpening of
+// each target directly (from a target hook, subscribed before the target
+// runs), because a dialog blocks its page and the input event that opened
+// it, and so cannot wait for the bus. For each dialog it emits, in this
+// order:
+//
+//  1. DialogOpened, as soon as the dialog is seen;
+//  2. DialogHandled with the policy's decision, and a BrowserError
+//     "DialogPolicyFailed" if the policy timed out or panicked;
+//  3. then it sends the answer (Page.handleJavaScriptDialog), and emits a
+//     BrowserError "DialogAnswerFailed" if that fails for another reason
+//     than the dialog being gone already.
+//
+// DialogHandled is emitted before the answer on purpose: the answer
+// unblocks the action that opened the dialog (a click), so by the time that
+// action's event completes, DialogHandled is already queued on the bus
+// behind it, and whoever collects closed dialogs from DialogHandled (the
+// DOM watchdog, for the next observation) sees it before any later event.
+//
+// It never opens, closes or blocks windows: new windows a page opens
+// (window.open, target=_blank) are attached by the session as tabs and
+// reported as TabCreated.
+package popups
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,8 +41,13 @@ import (
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/follow"
+	"github.com/browseragent/browseragent/internal/routine"
 	"github.com/browseragent/browseragent/session"
 )
+
+// Name is the popups watchdog's name.
+const Name = "popups"
 
 // Dialog is a JavaScript dialog waiting for an answer.
 type Dialog struct {
@@ -23,23 +55,28 @@ type Dialog struct {
 	Message       string
 	DefaultPrompt string // prompt only
 	URL           string // URL of the frame that opened it
-	TargetID      string // target (tab or cross-site iframe) that opened it
-	FrameID       string
+	// TargetID is the target whose session reported the dialog: its tab
+	// (Chrome reports the dialogs of cross-site iframes on their tab).
+	TargetID string
+	FrameID  string // the frame that opened it
 }
 
 // DialogDecision is a policy's answer to a dialog. Accept false dismisses it
 // (Cancel); PromptText is what a prompt returns when accepted ("" returns the
-// empty string, not DefaultPrompt). Reason is for logs and the trace.
+// empty string, not DefaultPrompt; ignored for other dialogs). Reason is for
+// logs.
 type DialogDecision struct {
 	Accept     bool
 	PromptText string
 	Reason     string
 }
 
-// DialogPolicy decides how a dialog is answered. Decide is called from the
-// popups watchdog's own goroutine while the page is blocked by the dialog;
+// DialogPolicy decides how a dialog is answered. Decide is called on a
+// goroutine of the popups watchdog while the page is blocked by the dialog;
 // it must return promptly and honour ctx, which ends after
-// PopupsConfig.DecisionTimeout (the dialog is then dismissed).
+// Config.DecisionTimeout (the dialog is then dismissed) or when the watchdog
+// stops. A Decide that ignores ctx makes the watchdog's Detach fail with an
+// error naming the policy.
 type DialogPolicy interface {
 	Decide(ctx context.Context, d Dialog) DialogDecision
 }
@@ -54,9 +91,9 @@ func (f DialogPolicyFunc) Decide(ctx context.Context, d Dialog) DialogDecision {
 // one button, and refusing beforeunload would trap the agent on the page) and
 // dismisses confirm and prompt, so a destructive "Are you sure?" is never
 // confirmed silently. browser-use accepts confirms too; this runtime does not.
-var DefaultDialogPolicy DialogPolicy = DialogPolicyFunc(popDefaultDecide)
+var DefaultDialogPolicy DialogPolicy = DialogPolicyFunc(defaultDecide)
 
-func popDefaultDecide(_ context.Context, d Dialog) DialogDecision {
+func defaultDecide(_ context.Context, d Dialog) DialogDecision {
 	switch d.Type {
 	case "alert", "beforeunload":
 		return DialogDecision{Accept: true, Reason: "default policy accepts " + d.Type}
@@ -68,43 +105,39 @@ func popDefaultDecide(_ context.Context, d Dialog) DialogDecision {
 // DefaultDialogDecisionTimeout bounds a dialog policy's decision.
 const DefaultDialogDecisionTimeout = 10 * time.Second
 
-// PopupsConfig configures the popups watchdog. The zero value is usable.
-type PopupsConfig struct {
+// answerTimeout bounds Page.handleJavaScriptDialog.
+const answerTimeout = 10 * time.Second
+
+// Config configures the popups watchdog. The zero value is usable.
+type Config struct {
 	// Policy decides each dialog. Default DefaultDialogPolicy.
 	Policy DialogPolicy
-	// PolicyName names the policy in DialogHandled events ("default" for
-	// DefaultDialogPolicy, else "custom" unless set).
+	// PolicyName names the policy in DialogHandled events, errors and
+	// logs. Default "default" for DefaultDialogPolicy, else "custom".
 	PolicyName string
 	// DecisionTimeout bounds Decide; a policy that takes longer is abandoned,
-	// the dialog is dismissed and a BrowserError (DialogPolicyTimeout)
+	// the dialog is dismissed and a BrowserError (DialogPolicyFailed)
 	// reports it. Default DefaultDialogDecisionTimeout.
 	DecisionTimeout time.Duration
+	// Logger receives debug messages. Default: the session's logger, named
+	// "popups".
+	Logger *zap.Logger
 }
 
-// Popups is the popups watchdog (name "popups"). It answers JavaScript
-// dialogs (alert, confirm, prompt, beforeunload) of every tab and cross-site
-// iframe through its DialogPolicy, directly from its own goroutines: a dialog
-// blocks the page and the input event that opened it, so it cannot wait for
-// the bus. After answering it emits DialogOpened and DialogHandled and keeps
-// the dialog for TakeHandled.
-//
-// New windows opened by a page (window.open, target=_blank) need nothing
-// here: the session attaches them as tabs and reports TabCreated.
-type Popups struct {
-	cfg PopupsConfig
+// Watchdog is the popups watchdog; see the package documentation.
+type Watchdog struct {
+	cfg Config
+	// answer sends the answer to the dialog open on cs (a seam for tests).
+	answer func(ctx context.Context, cs *cdp.Session, accept bool, promptText string) error
 
-	mu      sync.Mutex
-	sess    *session.Session
-	handled []events.DialogInfo
-	ctx     context.Context // ends on Detach
-	cancel  context.CancelFunc
-	stopped bool
-	wg      sync.WaitGroup // per-target consumers
-	decide  sync.WaitGroup // policy calls (may outlive a timeout)
+	mu    sync.Mutex
+	sess  *session.Session
+	log   *zap.Logger
+	group *routine.Group // dialog consumers and policy calls; nil before Attach
 }
 
-// NewPopups returns the popups watchdog.
-func NewPopups(cfg PopupsConfig) *Popups {
+// New returns a popups watchdog.
+func New(cfg Config) *Watchdog {
 	if cfg.Policy == nil {
 		cfg.Policy = DefaultDialogPolicy
 		if cfg.PolicyName == "" {
@@ -117,123 +150,90 @@ func NewPopups(cfg PopupsConfig) *Popups {
 	if cfg.DecisionTimeout <= 0 {
 		cfg.DecisionTimeout = DefaultDialogDecisionTimeout
 	}
-	return &Popups{cfg: cfg}
+	return &Watchdog{cfg: cfg, answer: answer}
 }
 
 // Name implements session.Watchdog.
-func (p *Popups) Name() string { return "popups" }
+func (w *Watchdog) Name() string { return Name }
 
 // Attach implements session.Watchdog: it installs a target hook that
 // subscribes to Page.javascriptDialogOpening on every tab and cross-site
 // iframe before it runs.
-func (p *Popups) Attach(s *session.Session) error {
-	p.mu.Lock()
-	p.sess = s
-	p.handled = nil
-	p.ctx, p.cancel = context.WithCancel(context.Background())
-	p.stopped = false
-	p.mu.Unlock()
-	s.AddTargetHook(p.popHook)
+func (w *Watchdog) Attach(s *session.Session) error {
+	log := w.cfg.Logger
+	if log == nil {
+		log = s.Logger().Named(Name)
+	}
+	w.mu.Lock()
+	w.sess, w.log, w.group = s, log, routine.New(context.Background())
+	w.mu.Unlock()
+	s.AddTargetHook(w.hook)
 	return nil
 }
 
-// Detach implements session.Detacher: it stops the dialog consumers and
-// waits (bounded by ctx) for policy calls still running.
-func (p *Popups) Detach(ctx context.Context) error {
-	p.mu.Lock()
-	p.stopped = true
-	cancel := p.cancel
-	p.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	p.wg.Wait()
-	done := make(chan struct{})
-	go func() { p.decide.Wait(); close(done) }()
-	select {
-	case <-done:
+// Detach implements session.Detacher: it stops the dialog consumers and the
+// policy calls still running, waiting for them until ctx ends; a policy that
+// ignores its context is then named in the error.
+func (w *Watchdog) Detach(ctx context.Context) error {
+	w.mu.Lock()
+	g := w.group
+	w.mu.Unlock()
+	if g == nil {
 		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("popups: a dialog policy ignores cancellation: %w", ctx.Err())
 	}
+	if err := g.Stop(ctx); err != nil {
+		return fmt.Errorf("popups: stopping: %w", err)
+	}
+	return nil
 }
 
-// TakeHandled returns the dialogs answered since the last call, oldest
-// first, and forgets them. The DOM watchdog shows them to the model.
-func (p *Popups) TakeHandled() []events.DialogInfo {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	h := p.handled
-	p.handled = nil
-	return h
-}
-
-func (p *Popups) popHook(_ context.Context, t session.AttachedTarget) error {
+// hook starts the dialog consumer of a new tab or cross-site iframe
+// (Chromium 156 reports an iframe's dialogs on its tab; frames are followed
+// in case another version reports them on the frame's own session).
+func (w *Watchdog) hook(_ context.Context, t session.AttachedTarget) error {
 	if t.Kind != session.TargetPage && t.Kind != session.TargetFrame {
 		return nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.stopped || p.ctx == nil {
+	w.mu.Lock()
+	g, log := w.group, w.log
+	w.mu.Unlock()
+	if g == nil || g.Stopped() {
 		return nil
 	}
+	cs := t.Session
+	open := func() *cdp.Subscription { return cs.SubscribeEvents(page.JavascriptDialogOpening.Method) }
 	// Subscribed while the target is paused, so a dialog opened by its first
 	// script is seen. Page.enable is sent by the session.
-	sub := t.Session.SubscribeEvents("Page.javascriptDialogOpening")
-	p.wg.Add(1)
-	go p.popConsume(p.ctx, t.Session, sub)
+	first := open()
+	name := "dialogs of " + string(cs.TargetID())
+	err := g.Go(name, func(ctx context.Context) {
+		// No Resync: each dialog blocks its page until answered, so a
+		// target never has more than one pending and the subscription
+		// cannot overflow; if it did, there is no protocol query for an
+		// open dialog to re-read.
+		err := follow.Run(ctx, first, open, func(ev cdp.Event) { w.onDialog(ctx, g, cs, ev) },
+			follow.Options{Name: "popups " + name, Logger: log})
+		if err != nil {
+			log.Debug("dialog consumer ended", zap.String("target", string(cs.TargetID())), zap.Error(err))
+		}
+	})
+	if err != nil { // stopped meanwhile
+		first.Cancel()
+	}
 	return nil
 }
 
-// popConsume answers the dialogs of one target until it detaches or the
-// watchdog stops.
-func (p *Popups) popConsume(ctx context.Context, cs *cdp.Session, sub *cdp.Subscription) {
-	defer p.wg.Done()
-	defer sub.Cancel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-sub.C():
-			if !ok {
-				if errors.Is(sub.Err(), cdp.ErrSubscriptionOverflow) {
-					// Thousands of dialogs unanswered is impossible (each
-					// blocks the page); resubscribe anyway.
-					sub = cs.SubscribeEvents("Page.javascriptDialogOpening")
-					continue
-				}
-				return
-			}
-			var e page.EventJavascriptDialogOpening
-			if err := ev.Decode(&e); err != nil {
-				p.popLog().Warn("bad dialog event", zap.Error(err))
-				continue
-			}
-			p.popHandle(ctx, cs, &e)
-		}
+// onDialog decides and answers one dialog; see the package documentation
+// for the order of its events.
+func (w *Watchdog) onDialog(ctx context.Context, g *routine.Group, cs *cdp.Session, ev cdp.Event) {
+	w.mu.Lock()
+	s, log := w.sess, w.log
+	w.mu.Unlock()
+	var e page.EventJavascriptDialogOpening
+	if err := ev.Decode(&e); err != nil {
+		log.Warn("undecodable dialog event", zap.Error(err))
+		return
 	}
-}
-
-func (p *Popups) popLog() *zap.Logger {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.sess == nil {
-		return zap.NewNop()
-	}
-	return p.sess.Logger().Named("popups")
-}
-
-func (p *Popups) popBus() *bus.Bus {
-	p.mu.Lock()
-	s := p.sess
-	p.mu.Unlock()
-	if s == nil {
-		return nil
-	}
-	return s.Bus()
-}
-
-func (p *Popups) popHandle(ctx context.Context, cs *cdp.Session, e *page.EventJavascriptDialogOpening) {
 	d := Dialog{
 		Type:          string(e.Type),
 		Message:       e.Message,
@@ -242,73 +242,102 @@ func (p *Popups) popHandle(ctx context.Context, cs *cdp.Session, e *page.EventJa
 		TargetID:      string(cs.TargetID()),
 		FrameID:       string(e.FrameID),
 	}
-	b := p.popBus()
+	b := s.Bus()
 	if b != nil {
 		bus.Emit(ctx, b, events.DialogOpened, events.DialogOpenedEvent{
 			TargetID: d.TargetID, FrameID: d.FrameID, Type: d.Type, Message: d.Message, URL: d.URL, DefaultPrompt: d.DefaultPrompt,
 		})
 	}
-	dec, by, failure := p.popDecide(ctx, d)
+	dec, by, failure := w.decide(ctx, g, d)
+	if ctx.Err() != nil {
+		return // stopping: the bus is closed and the connection closing
+	}
 	if d.Type != "prompt" {
 		dec.PromptText = ""
 	}
-	// Recorded before the answer: whoever the answer unblocks (the click
-	// that opened the dialog) already finds it in TakeHandled.
-	p.mu.Lock()
-	p.handled = append(p.handled, events.DialogInfo{Type: d.Type, Message: d.Message, URL: d.URL, Accepted: dec.Accept})
-	p.mu.Unlock()
+	details := map[string]string{"watchdog": Name, "dialog_type": d.Type, "dialog_message": d.Message, "target_id": d.TargetID}
+	// Emitted before the answer: whoever the answer unblocks (the action
+	// that opened the dialog) completes after this is queued.
+	if b != nil {
+		bus.Emit(ctx, b, events.DialogHandled, events.DialogHandledEvent{
+			TargetID: d.TargetID, Type: d.Type, Message: d.Message, URL: d.URL, Accepted: dec.Accept, PromptText: dec.PromptText, DecidedBy: by,
+		})
+	}
+	if failure != "" && b != nil {
+		bus.Emit(ctx, b, events.BrowserError, events.BrowserErrorEvent{Type: "DialogPolicyFailed", Message: failure, Details: details})
+	}
+	log.Debug("answering dialog", zap.String("type", d.Type), zap.Bool("accept", dec.Accept), zap.String("reason", dec.Reason))
 
-	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	_, err := cdpproto.Call(actx, cs, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: dec.Accept, PromptText: dec.PromptText})
+	actx, cancel := context.WithTimeout(ctx, answerTimeout)
+	err := w.answer(actx, cs, dec.Accept, dec.PromptText)
 	cancel()
-	if err != nil {
-		// Usually the dialog went away first (navigation, tab closed).
-		p.popLog().Debug("answering dialog", zap.String("type", d.Type), zap.Error(err))
-	}
-	if b == nil {
-		return
-	}
-	bus.Emit(ctx, b, events.DialogHandled, events.DialogHandledEvent{
-		TargetID: d.TargetID, Type: d.Type, Message: d.Message, Accepted: dec.Accept, PromptText: dec.PromptText, DecidedBy: by,
-	})
-	if failure != "" {
+	switch {
+	case err == nil:
+	case ctx.Err() != nil || errors.Is(err, cdp.ErrClosed):
+		// Stopping.
+	case dialogGone(err):
+		// The dialog went away first (navigation, tab closed or crashed).
+		log.Debug("dialog gone before its answer", zap.String("type", d.Type), zap.Error(err))
+	case b != nil:
+		verb := "accepting"
+		if !dec.Accept {
+			verb = "dismissing"
+		}
 		bus.Emit(ctx, b, events.BrowserError, events.BrowserErrorEvent{
-			Type:    "DialogPolicyFailed",
-			Message: failure,
-			Details: map[string]string{"dialog_type": d.Type, "dialog_message": d.Message, "target_id": d.TargetID},
+			Type:    "DialogAnswerFailed",
+			Message: fmt.Sprintf("%s a %s dialog (%q) failed: %v; the page may still be blocked by it", verb, d.Type, d.Message, err),
+			Details: details,
 		})
 	}
 }
 
-// popDecide runs the policy under the decision timeout. A policy that times
-// out or panics dismisses the dialog; failure then says why.
-func (p *Popups) popDecide(ctx context.Context, d Dialog) (dec DialogDecision, by, failure string) {
-	dctx, cancel := context.WithTimeout(ctx, p.cfg.DecisionTimeout)
+// answer sends Page.handleJavaScriptDialog.
+func answer(ctx context.Context, cs *cdp.Session, accept bool, promptText string) error {
+	_, err := cdpproto.Call(ctx, cs, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept, PromptText: promptText})
+	return err
+}
+
+// dialogGone reports whether answering failed because the dialog no longer
+// exists: Chrome has none showing, or its target detached or crashed.
+func dialogGone(err error) bool {
+	var pe *cdp.ProtocolError
+	if errors.As(err, &pe) && strings.Contains(pe.Message, "No dialog is showing") {
+		return true
+	}
+	return errors.Is(err, cdp.ErrTargetDetached) || errors.Is(err, cdp.ErrTargetCrashed)
+}
+
+// decide runs the policy on a goroutine of g under the decision timeout. A
+// policy that times out or panics dismisses the dialog; failure then says
+// why. The policy's context ends when decide returns.
+func (w *Watchdog) decide(ctx context.Context, g *routine.Group, d Dialog) (dec DialogDecision, by, failure string) {
+	name := w.cfg.PolicyName
+	dctx, cancel := context.WithTimeout(ctx, w.cfg.DecisionTimeout)
 	defer cancel()
-	type answer struct {
+	type result struct {
 		dec   DialogDecision
 		panic any
 	}
-	ch := make(chan answer, 1)
-	p.decide.Add(1)
-	go func() {
-		defer p.decide.Done()
+	ch := make(chan result, 1)
+	if err := g.Go("dialog policy "+name, func(context.Context) {
 		defer func() {
 			if r := recover(); r != nil {
-				ch <- answer{panic: r}
+				ch <- result{panic: r}
 			}
 		}()
-		ch <- answer{dec: p.cfg.Policy.Decide(dctx, d)}
-	}()
+		ch <- result{dec: w.cfg.Policy.Decide(dctx, d)}
+	}); err != nil {
+		return DialogDecision{Reason: "watchdog stopping"}, name, ""
+	}
 	select {
-	case a := <-ch:
-		if a.panic != nil {
-			return DialogDecision{Reason: "policy panicked"}, p.cfg.PolicyName + " (panic)",
-				fmt.Sprintf("dialog policy %s panicked on a %s dialog: %v; dismissed", p.cfg.PolicyName, d.Type, a.panic)
+	case r := <-ch:
+		if r.panic != nil {
+			return DialogDecision{Reason: "policy panicked"}, name + " (panic)",
+				fmt.Sprintf("dialog policy %s panicked on a %s dialog: %v; dismissed", name, d.Type, r.panic)
 		}
-		return a.dec, p.cfg.PolicyName, ""
+		return r.dec, name, ""
 	case <-dctx.Done():
-		return DialogDecision{Reason: "policy timed out"}, p.cfg.PolicyName + " (timeout)",
-			fmt.Sprintf("dialog policy %s did not decide a %s dialog within %s; dismissed", p.cfg.PolicyName, d.Type, p.cfg.DecisionTimeout)
+		return DialogDecision{Reason: "policy timed out"}, name + " (timeout)",
+			fmt.Sprintf("dialog policy %s did not decide a %s dialog within %s; dismissed", name, d.Type, w.cfg.DecisionTimeout)
 	}
 }

@@ -1,4 +1,4 @@
-package watchdogs
+package recording
 
 import (
 	"bufio"
@@ -22,40 +22,41 @@ import (
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
 	"github.com/browseragent/browseragent/internal/testbrowser"
+	"github.com/browseragent/browseragent/internal/wdtest"
 	"github.com/browseragent/browseragent/session"
 )
 
-// recStart runs a session with a recording watchdog writing into cfg.Dir
+func TestMain(m *testing.M) { testbrowser.Main(m) }
+
+// start runs a session with a recording watchdog writing into cfg.Dir
 // (a temp dir if empty) and navigates it to the index page. The session is
 // stopped at cleanup if the test did not stop it.
-func recStart(t *testing.T, cfg RecordingConfig) (*testbrowser.Env, *session.Session, *Recording, context.Context) {
+func start(t *testing.T, cfg Config) (*testbrowser.Env, *session.Session, *Watchdog, context.Context) {
 	t.Helper()
-	env := testbrowser.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
 	if cfg.Dir == "" {
 		cfg.Dir = t.TempDir()
 	}
-	rec := NewRecording(cfg)
-	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, session.WithWatchdogs(rec))
-	if err := s.Start(ctx); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() {
-		sctx, c := context.WithTimeout(context.Background(), time.Minute)
-		defer c()
-		s.Stop(sctx)
-	})
-	if _, err := bus.Call(ctx, s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: env.URL("/index.html")}); err != nil {
-		t.Fatalf("navigate: %v", err)
-	}
-	return env, s, rec, ctx
+	w := New(cfg)
+	s, env, _, ctx := wdtest.Connect(t, session.Profile{}, w)
+	wdtest.Navigate(t, ctx, s, env.URL("/index.html"))
+	return env, s, w, ctx
 }
 
-// recPaint makes the page in ps repaint a few times (headless Chrome only
+// stop stops the session (all frames are written then).
+func stop(t *testing.T, s *session.Session) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Stop(sctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+}
+
+// paint makes the page in ps repaint a few times (headless Chrome only
 // sends screencast frames when the page paints).
-func recPaint(t *testing.T, ctx context.Context, ps *cdp.Session) {
+func paint(t *testing.T, ctx context.Context, ps *cdp.Session) {
 	t.Helper()
 	// setTimeout, not requestAnimationFrame: rAF does not run in a
 	// background tab.
@@ -72,14 +73,14 @@ func recPaint(t *testing.T, ctx context.Context, ps *cdp.Session) {
 	})`
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := evaluate(ctx, ps, script, nil); err != nil {
+	if err := pagejs.Evaluate(ctx, ps, script, nil); err != nil {
 		t.Fatalf("paint: %v", err)
 	}
 }
 
-// recPaintUntil repaints the focused tab until cond holds, failing after a
+// paintUntil repaints the focused tab until cond holds, failing after a
 // generous bound.
-func recPaintUntil(t *testing.T, ctx context.Context, s *session.Session, what string, cond func() bool) {
+func paintUntil(t *testing.T, ctx context.Context, s *session.Session, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(45 * time.Second)
 	for !cond() {
@@ -90,33 +91,51 @@ func recPaintUntil(t *testing.T, ctx context.Context, s *session.Session, what s
 		if err != nil {
 			t.Fatal(err)
 		}
-		recPaint(t, ctx, ps)
+		paint(t, ctx, ps)
 	}
 }
 
-// recManifest reads frames.jsonl and checks every line: fields set, the
-// file exists and decodes in the recorded size.
-func recManifest(t *testing.T, dir, format string) []recFrameLine {
+// manifest reads frames.jsonl and checks every frame line: fields set, the
+// file exists and decodes in the recorded size. Gap lines are checked and
+// left out.
+func manifest(t *testing.T, dir, format string) []frameLine {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, RecordingManifest))
+	frames, _ := readManifest(t, dir, format)
+	return frames
+}
+
+func readManifest(t *testing.T, dir, format string) ([]frameLine, []gapLine) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, Manifest))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var lines []recFrameLine
+	var lines []frameLine
+	var gaps []gapLine
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var l recFrameLine
+		var raw map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &raw); err != nil {
+			t.Fatalf("manifest line %q: %v", sc.Text(), err)
+		}
+		if _, ok := raw["gap"]; ok {
+			var g gapLine
+			if err := json.Unmarshal(sc.Bytes(), &g); err != nil || g.Gap == "" || g.Target == "" || raw["file"] != nil {
+				t.Fatalf("gap line %q: %v", sc.Text(), err)
+			}
+			checkTime(t, g.Time)
+			gaps = append(gaps, g)
+			continue
+		}
+		var l frameLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("manifest line %q: %v", sc.Text(), err)
 		}
-		if l.Seq < 1 || l.Target == "" || l.Width <= 0 || l.Height <= 0 || l.Width > DefaultRecordingMaxWidth || l.Height > DefaultRecordingMaxHeight {
+		if l.Seq < 1 || l.Target == "" || l.Width <= 0 || l.Height <= 0 || l.Width > DefaultMaxWidth || l.Height > DefaultMaxHeight {
 			t.Fatalf("manifest line %+v", l)
 		}
-		ts, err := time.Parse(time.RFC3339Nano, l.Time)
-		if err != nil || ts.Location() != time.UTC || time.Since(ts) > time.Hour || time.Until(ts) > time.Hour {
-			t.Fatalf("manifest time %q: %v", l.Time, err)
-		}
+		checkTime(t, l.Time)
 		data, err := os.ReadFile(filepath.Join(dir, l.File))
 		if err != nil {
 			t.Fatalf("manifest names %s: %v", l.File, err)
@@ -138,11 +157,20 @@ func recManifest(t *testing.T, dir, format string) []recFrameLine {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return lines
+	return lines, gaps
 }
 
-// recFiles lists the frame files in dir.
-func recFiles(t *testing.T, dir string) []string {
+// checkTime checks a manifest time: RFC 3339 in UTC, about now.
+func checkTime(t *testing.T, s string) {
+	t.Helper()
+	ts, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || ts.Location() != time.UTC || time.Since(ts) > time.Hour || time.Until(ts) > time.Hour {
+		t.Fatalf("manifest time %q: %v", s, err)
+	}
+}
+
+// frameFiles lists the frame files in dir.
+func frameFiles(t *testing.T, dir string) []string {
 	t.Helper()
 	m, err := filepath.Glob(filepath.Join(dir, "frame-*"))
 	if err != nil {
@@ -153,18 +181,13 @@ func recFiles(t *testing.T, dir string) []string {
 
 func TestRecordingWritesFrames(t *testing.T) {
 	dir := t.TempDir()
-	_, s, rec, ctx := recStart(t, RecordingConfig{Dir: dir})
+	_, s, w, ctx := start(t, Config{Dir: dir})
 	tab := s.FocusedTab()
-	recPaintUntil(t, ctx, s, "a frame", func() bool { return rec.Frames() >= 1 })
-
-	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := s.Stop(sctx); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	n := rec.Frames()
-	lines := recManifest(t, dir, "jpeg")
-	files := recFiles(t, dir)
+	paintUntil(t, ctx, s, "a frame", func() bool { return w.Frames() >= 1 })
+	stop(t, s)
+	n := w.Frames()
+	lines := manifest(t, dir, "jpeg")
+	files := frameFiles(t, dir)
 	if len(lines) != n || len(files) != n || n < 1 {
 		t.Fatalf("Frames()=%d, manifest lines %d, files %d", n, len(lines), len(files))
 	}
@@ -180,21 +203,17 @@ func TestRecordingWritesFrames(t *testing.T) {
 	}
 	// Stopped means stopped: nothing more is written.
 	time.Sleep(300 * time.Millisecond)
-	if got := len(recFiles(t, dir)); got != n || rec.Frames() != n {
-		t.Fatalf("after Stop: %d files, Frames()=%d, want %d", got, rec.Frames(), n)
+	if got := len(frameFiles(t, dir)); got != n || w.Frames() != n {
+		t.Fatalf("after Stop: %d files, Frames()=%d, want %d", got, w.Frames(), n)
 	}
 }
 
 func TestRecordingPNG(t *testing.T) {
 	dir := t.TempDir()
-	_, s, rec, ctx := recStart(t, RecordingConfig{Dir: dir, Format: "png", MaxWidth: 400, MaxHeight: 300})
-	recPaintUntil(t, ctx, s, "a frame", func() bool { return rec.Frames() >= 1 })
-	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := s.Stop(sctx); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	for _, l := range recManifest(t, dir, "png") {
+	_, s, w, ctx := start(t, Config{Dir: dir, Format: "png", MaxWidth: 400, MaxHeight: 300})
+	paintUntil(t, ctx, s, "a frame", func() bool { return w.Frames() >= 1 })
+	stop(t, s)
+	for _, l := range manifest(t, dir, "png") {
 		if !strings.HasSuffix(l.File, ".png") || l.Width > 400 || l.Height > 300 {
 			t.Fatalf("line %+v: want a .png within 400x300", l)
 		}
@@ -203,9 +222,9 @@ func TestRecordingPNG(t *testing.T) {
 
 func TestRecordingFollowsFocus(t *testing.T) {
 	dir := t.TempDir()
-	env, s, rec, ctx := recStart(t, RecordingConfig{Dir: dir})
+	env, s, w, ctx := start(t, Config{Dir: dir})
 	first := s.FocusedTab()
-	recPaintUntil(t, ctx, s, "a frame of the first tab", func() bool { return rec.Frames() >= 1 })
+	paintUntil(t, ctx, s, "a frame of the first tab", func() bool { return w.Frames() >= 1 })
 
 	if _, err := bus.Call(ctx, s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: env.URL("/other.html"), NewTab: true}); err != nil {
 		t.Fatalf("new tab: %v", err)
@@ -216,14 +235,14 @@ func TestRecordingFollowsFocus(t *testing.T) {
 	}
 	count := func(target string) int {
 		n := 0
-		for _, l := range recManifest(t, dir, "jpeg") {
+		for _, l := range manifest(t, dir, "jpeg") {
 			if l.Target == target {
 				n++
 			}
 		}
 		return n
 	}
-	recPaintUntil(t, ctx, s, "a frame of the new tab", func() bool { return count(second) >= 1 })
+	paintUntil(t, ctx, s, "a frame of the new tab", func() bool { return count(second) >= 1 })
 
 	// The old tab is no longer recorded, even when it is brought to the
 	// front (a hidden tab would not paint at all) and paints.
@@ -235,12 +254,12 @@ func TestRecordingFollowsFocus(t *testing.T) {
 	if _, err := cdpproto.Call(ctx, old, page.BringToFront, cdpproto.Empty{}); err != nil {
 		t.Fatal(err)
 	}
-	recPaint(t, ctx, old)
+	paint(t, ctx, old)
 	if _, err := cdpproto.Call(ctx, s.Conn().Browser(), target.ActivateTarget, target.ActivateTargetParams{TargetID: target.ID(second)}); err != nil {
 		t.Fatal(err)
 	}
 	n2 := count(second)
-	recPaintUntil(t, ctx, s, "another frame of the new tab", func() bool { return count(second) > n2 })
+	paintUntil(t, ctx, s, "another frame of the new tab", func() bool { return count(second) > n2 })
 	if after := count(first); after != before {
 		t.Fatalf("old tab still recorded: %d frames before, %d after", before, after)
 	}
@@ -248,49 +267,78 @@ func TestRecordingFollowsFocus(t *testing.T) {
 
 func TestRecordingMaxFrames(t *testing.T) {
 	dir := t.TempDir()
-	_, s, rec, ctx := recStart(t, RecordingConfig{Dir: dir, MaxFrames: 2})
-	recPaintUntil(t, ctx, s, "two frames", func() bool { return rec.Frames() >= 2 })
+	_, s, w, ctx := start(t, Config{Dir: dir, MaxFrames: 2})
+	paintUntil(t, ctx, s, "two frames", func() bool { return w.Frames() >= 2 })
 	ps, err := s.PageSession("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		recPaint(t, ctx, ps)
+		paint(t, ctx, ps)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := s.Stop(sctx); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	if n, lines, files := rec.Frames(), len(recManifest(t, dir, "jpeg")), len(recFiles(t, dir)); n != 2 || lines != 2 || files != 2 {
+	stop(t, s)
+	if n, lines, files := w.Frames(), len(manifest(t, dir, "jpeg")), len(frameFiles(t, dir)); n != 2 || lines != 2 || files != 2 {
 		t.Fatalf("MaxFrames 2: Frames()=%d, manifest lines %d, files %d", n, lines, files)
 	}
 }
 
 func TestRecordingConfigErrors(t *testing.T) {
 	env := testbrowser.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := wdtest.Ctx(t)
 	for _, tc := range []struct {
-		cfg  RecordingConfig
+		cfg  Config
 		want string
 	}{
-		{RecordingConfig{}, "Dir is required"},
-		{RecordingConfig{Dir: t.TempDir(), Format: "webp"}, `Format "webp"`},
-		{RecordingConfig{Dir: t.TempDir(), Quality: 101}, "Quality 101"},
-		{RecordingConfig{Dir: t.TempDir(), MaxFrames: -1}, "MaxFrames -1"},
+		{Config{}, "Dir is required"},
+		{Config{Dir: t.TempDir(), Format: "webp"}, `Format "webp"`},
+		{Config{Dir: t.TempDir(), Quality: 101}, "Quality 101"},
+		{Config{Dir: t.TempDir(), MaxFrames: -1}, "MaxFrames -1"},
 	} {
-		s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, session.WithWatchdogs(NewRecording(tc.cfg)))
+		s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, session.WithWatchdogs(New(tc.cfg)))
 		err := s.Start(ctx)
 		if err == nil {
 			s.Stop(ctx)
 			t.Fatalf("Start accepted %+v", tc.cfg)
 		}
-		if !errors.Is(err, ErrRecordingConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Fatalf("config %+v: error %v, want ErrRecordingConfig mentioning %q", tc.cfg, err, tc.want)
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("config %+v: error %v, want ErrConfig mentioning %q", tc.cfg, err, tc.want)
 		}
 		if s.Running() {
 			t.Fatal("session running after a failed Start")
 		}
+	}
+}
+
+// Frames lost to an overflow cannot come back: the gap is marked in the
+// manifest (a line without a file, which report/ skips) and the screencast
+// restarted, so later frames are recorded.
+func TestRecordingGapAfterLostFrames(t *testing.T) {
+	dir := t.TempDir()
+	_, s, w, ctx := start(t, Config{Dir: dir})
+	tab := s.FocusedTab()
+	paintUntil(t, ctx, s, "a frame", func() bool { return w.Frames() >= 1 })
+	w.mu.Lock()
+	cur := w.cur
+	w.mu.Unlock()
+	w.resync(cur) // what follow.Run calls after an overflow
+	before := w.Frames()
+	paintUntil(t, ctx, s, "a frame after the gap", func() bool { return w.Frames() > before })
+	stop(t, s)
+
+	frames, gaps := readManifest(t, dir, "jpeg")
+	if len(gaps) != 1 || gaps[0].Target != tab || !strings.Contains(gaps[0].Gap, "frames lost") {
+		t.Fatalf("gaps = %+v, want one for tab %s", gaps, tab)
+	}
+	if len(frames) != w.Frames() {
+		t.Fatalf("%d frame lines, Frames()=%d", len(frames), w.Frames())
+	}
+	// The gap sits between the frames before and after it.
+	raw, err := os.ReadFile(filepath.Join(dir, Manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) != len(frames)+1 || !strings.Contains(lines[before], `"gap"`) {
+		t.Fatalf("gap not after frame %d:\n%s", before, raw)
 	}
 }

@@ -1,4 +1,4 @@
-package watchdogs
+package screenshot
 
 import (
 	"bytes"
@@ -9,9 +9,14 @@ import (
 
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/testbrowser"
+	"github.com/browseragent/browseragent/internal/wdtest"
+	"github.com/browseragent/browseragent/session"
 )
 
-func shotDecode(t *testing.T, b []byte) image.Rectangle {
+func TestMain(m *testing.M) { testbrowser.Main(m) }
+
+func decodePNG(t *testing.T, b []byte) image.Rectangle {
 	t.Helper()
 	img, err := png.Decode(bytes.NewReader(b))
 	if err != nil {
@@ -21,11 +26,10 @@ func shotDecode(t *testing.T, b []byte) image.Rectangle {
 }
 
 func TestScreenshotViewportFullPageClip(t *testing.T) {
-	env, s, _ := domwStart(t, DOMConfig{})
-	ctx := domwCtx(t)
-	domwNavigate(t, ctx, s, env.URL("/scroll.html"))
+	s, env, _, ctx := wdtest.Connect(t, session.Profile{}, New(Config{}))
+	wdtest.Navigate(t, ctx, s, env.URL("/scroll.html"))
 	var dpr float64
-	domwEval(t, ctx, s, "window.devicePixelRatio", &dpr)
+	wdtest.Eval(t, ctx, s, "window.devicePixelRatio", &dpr)
 	scale := func(v int) int { return int(float64(v) * dpr) }
 
 	res, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{})
@@ -36,9 +40,9 @@ func TestScreenshotViewportFullPageClip(t *testing.T) {
 		t.Fatalf("target %q, focused %q", res.TargetID, s.FocusedTab())
 	}
 	var inner [2]int
-	domwEval(t, ctx, s, "[innerWidth, innerHeight]", &inner)
+	wdtest.Eval(t, ctx, s, "[innerWidth, innerHeight]", &inner)
 	vw, vh := inner[0], inner[1]
-	if b := shotDecode(t, res.PNG); b.Dx() != scale(vw) || b.Dy() != scale(vh) {
+	if b := decodePNG(t, res.PNG); b.Dx() != scale(vw) || b.Dy() != scale(vh) {
 		t.Fatalf("viewport shot %v, want %dx%d", b, scale(vw), scale(vh))
 	}
 
@@ -47,8 +51,8 @@ func TestScreenshotViewportFullPageClip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var docH int
-	domwEval(t, ctx, s, "document.documentElement.scrollHeight", &docH)
-	if b := shotDecode(t, full.PNG); b.Dy() <= scale(vh) || b.Dy() != scale(docH) || b.Dx() != scale(vw) {
+	wdtest.Eval(t, ctx, s, "document.documentElement.scrollHeight", &docH)
+	if b := decodePNG(t, full.PNG); b.Dy() <= scale(vh) || b.Dy() != scale(docH) || b.Dx() != scale(vw) {
 		t.Fatalf("full page shot %v, page height %d, viewport %dx%d", b, docH, vw, vh)
 	}
 
@@ -56,7 +60,7 @@ func TestScreenshotViewportFullPageClip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := shotDecode(t, clip.PNG); b.Dx() != scale(120) || b.Dy() != scale(70) {
+	if b := decodePNG(t, clip.PNG); b.Dx() != scale(120) || b.Dy() != scale(70) {
 		t.Fatalf("clip shot %v", b)
 	}
 
@@ -65,8 +69,33 @@ func TestScreenshotViewportFullPageClip(t *testing.T) {
 		{Clip: &events.Rect{X: -1, Width: 10, Height: 10}},
 		{FullPage: true, Clip: &events.Rect{Width: 10, Height: 10}},
 	} {
-		if _, err := bus.Call(ctx, s.Bus(), events.Screenshot, bad); !errors.Is(err, shotErrBadRequest) {
+		if _, err := bus.Call(ctx, s.Bus(), events.Screenshot, bad); !errors.Is(err, ErrBadRequest) {
 			t.Fatalf("bad request %+v: %v", bad, err)
 		}
+	}
+}
+
+// A screenshot names its tab: the focused one by default, any open tab by
+// TargetID, and an unknown tab is an error.
+func TestScreenshotOfAnotherTab(t *testing.T) {
+	s, env, _, ctx := wdtest.Connect(t, session.Profile{}, New(Config{}))
+	wdtest.Navigate(t, ctx, s, env.URL("/scroll.html"))
+	first := s.FocusedTab()
+	if _, err := bus.Call(ctx, s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: env.URL("/index.html"), NewTab: true}); err != nil {
+		t.Fatal(err)
+	}
+	if s.FocusedTab() == first {
+		t.Fatal("the new tab did not take focus")
+	}
+	res, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{TargetID: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TargetID != first {
+		t.Fatalf("shot of %q, asked for %q", res.TargetID, first)
+	}
+	decodePNG(t, res.PNG)
+	if _, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{TargetID: "NO-SUCH-TAB"}); !errors.Is(err, session.ErrTabNotFound) {
+		t.Fatalf("unknown tab: %v, want ErrTabNotFound", err)
 	}
 }

@@ -1,19 +1,20 @@
-package watchdogs
+package security
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"net/netip"
 	"net/url"
-	"path"
 	"strconv"
 	"strings"
+
+	"github.com/browseragent/browseragent/urlmatch"
 )
 
 // ErrURLBlocked is matched by every refusal of a [URLPolicy]:
 // errors.Is(err, ErrURLBlocked) holds for a *BlockedURLError.
-var ErrURLBlocked = errors.New("watchdogs: url blocked by policy")
+var ErrURLBlocked = errors.New("security: url blocked by policy")
 
 // BlockedURLError says which URL a policy refused, where, and why.
 type BlockedURLError struct {
@@ -58,6 +59,9 @@ type URLRequest struct {
 // so it must be fast and must not block on the browser. A nil error allows;
 // a refusal should be a *BlockedURLError so that callers can tell a policy
 // decision from a failure. Implementations must be safe for concurrent use.
+//
+// A policy that also has a method Validate() error is validated when the
+// watchdog attaches: an error fails the session's Start.
 type URLPolicy interface {
 	CheckURL(ctx context.Context, req URLRequest) error
 }
@@ -68,25 +72,85 @@ type URLPolicyFunc func(ctx context.Context, req URLRequest) error
 // CheckURL calls f.
 func (f URLPolicyFunc) CheckURL(ctx context.Context, req URLRequest) error { return f(ctx, req) }
 
+// PatternError is a domain pattern of a [DomainPolicy] that does not parse.
+// It unwraps to the [urlmatch.Parse] error, so errors.Is(err,
+// urlmatch.ErrInvalidPattern) holds.
+type PatternError struct {
+	// List is the list the pattern is in: "Allowed" or "Prohibited", or
+	// "AllowedDomains" or "ProhibitedDomains" when the watchdog built the
+	// policy from the session profile.
+	List string
+	// Index is the pattern's position in that list.
+	Index int
+	// Pattern is the pattern as written.
+	Pattern string
+	// Err is urlmatch.Parse's error; it names the pattern and the fault.
+	Err error
+}
+
+func (e *PatternError) Error() string {
+	return fmt.Sprintf("security: invalid domain pattern in %s[%d]: %v", e.List, e.Index, e.Err)
+}
+
+// Unwrap returns the urlmatch error.
+func (e *PatternError) Unwrap() error { return e.Err }
+
 // DomainPolicy is the default [URLPolicy]. Unlike browser-use, every scheme is
 // decided: only http and https (plus the blank pages) load unless
 // AllowedSchemes names more, so data:, file:, javascript: and chrome: URLs are
 // refused by default. A blob: URL is judged by the origin inside it.
 //
-// Domain patterns, for Allowed and Prohibited:
-//   - "example.com" matches example.com and www.example.com;
-//   - "*.example.com" matches every subdomain and example.com itself;
-//   - a glob such as "shop-*.example.com" matches with path.Match rules;
-//   - a scheme prefix ("https://example.com") restricts the scheme;
-//   - a port suffix ("localhost:8080") restricts the port.
+// Allowed and Prohibited hold domain patterns as package [urlmatch] defines
+// them ("example.com" also covers www.example.com, "*.example.com" covers
+// the apex and every subdomain, globs, "https://" and ":8080" restrictions),
+// compared on normalised hosts (case, trailing dot, punycode, IP notation).
+// Prohibited wins over Allowed; when Allowed is non-empty a host must match
+// it. A URL that does not parse or has no host (other than a blank page or a
+// host-less URL of an allowed scheme, such as data:) is refused.
 //
-// Prohibited wins over Allowed; when Allowed is non-empty a host must match it.
+// Check a policy with [DomainPolicy.Validate] before using it: the watchdog
+// does so when it attaches and fails the session's Start on an invalid
+// pattern. CheckURL refuses every URL but the blank pages while a pattern is
+// invalid (the policy fails closed). Do not change the fields while the policy
+// is in use.
 type DomainPolicy struct {
-	Allowed          []string
-	Prohibited       []string
+	// Allowed, when non-empty, are the only hosts that may load.
+	Allowed []string
+	// Prohibited hosts never load, even when Allowed matches them.
+	Prohibited []string
+	// BlockIPAddresses refuses hosts that are IP addresses in any notation
+	// a browser accepts (dotted, single number, hex, octal, IPv6, IPv4-mapped).
 	BlockIPAddresses bool
 	// AllowedSchemes adds schemes beyond http and https, e.g. "data".
 	AllowedSchemes []string
+}
+
+// Validate reports every pattern of Allowed and Prohibited that does not
+// parse, each as a *PatternError (joined with errors.Join when there are
+// several); nil means the policy is usable.
+func (p *DomainPolicy) Validate() error {
+	_, _, err := p.compile("Allowed", "Prohibited")
+	return err
+}
+
+// compile parses both lists; the names go into the errors.
+func (p *DomainPolicy) compile(allowedName, prohibitedName string) (allowed, prohibited []urlmatch.Pattern, err error) {
+	var errs []error
+	parse := func(list string, pats []string) []urlmatch.Pattern {
+		out := make([]urlmatch.Pattern, 0, len(pats))
+		for i, s := range pats {
+			pat, err := urlmatch.Parse(s)
+			if err != nil {
+				errs = append(errs, &PatternError{List: list, Index: i, Pattern: s, Err: err})
+				continue
+			}
+			out = append(out, pat)
+		}
+		return out
+	}
+	allowed = parse(allowedName, p.Allowed)
+	prohibited = parse(prohibitedName, p.Prohibited)
+	return allowed, prohibited, errors.Join(errs...)
 }
 
 var blankPages = map[string]bool{
@@ -102,12 +166,18 @@ func (p *DomainPolicy) CheckURL(_ context.Context, req URLRequest) error {
 	block := func(reason string) error {
 		return &BlockedURLError{URL: req.URL, Kind: req.Kind, Reason: reason}
 	}
-	raw := strings.TrimSpace(req.URL)
+	raw := cleanURL(req.URL)
 	if raw == "" {
 		return block("empty url")
 	}
 	if blankPages[strings.ToLower(raw)] {
 		return nil
+	}
+	// Patterns are parsed on every call (well under a microsecond each) so that the
+	// policy stays a plain value without a cache to keep in step.
+	allowed, prohibited, err := p.compile("Allowed", "Prohibited")
+	if err != nil {
+		return block("the policy has an invalid domain pattern: " + err.Error())
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -131,111 +201,65 @@ func (p *DomainPolicy) CheckURL(_ context.Context, req URLRequest) error {
 			return nil
 		}
 	}
-	host := strings.ToLower(u.Hostname())
+	// From here u has a host, so urlmatch judges it rather than reporting
+	// "no match" for a URL it cannot read (which a block list would allow).
+	host := urlmatch.NormalizeHost(u.Hostname())
 	if host == "" {
 		return block("url has no host")
 	}
 	if p.BlockIPAddresses && isIPHost(host) {
 		return block("ip addresses are blocked")
 	}
-	for _, pat := range p.Prohibited {
-		if matchPattern(pat, scheme, host, u.Port()) {
-			return block("domain is prohibited by " + strconv.Quote(pat))
-		}
+	if pat, ok := urlmatch.MatchAny(prohibited, u); ok {
+		return block("domain is prohibited by " + strconv.Quote(pat.String()))
 	}
 	if len(p.Allowed) == 0 {
 		return nil
 	}
-	for _, pat := range p.Allowed {
-		if matchPattern(pat, scheme, host, u.Port()) {
-			return nil
-		}
+	if _, ok := urlmatch.MatchAny(allowed, u); ok {
+		return nil
 	}
 	return block("domain is not in the allowed list")
 }
 
 func (p *DomainPolicy) schemeAllowed(scheme string) bool {
 	for _, s := range p.AllowedSchemes {
-		if strings.EqualFold(strings.TrimSuffix(s, ":"), scheme) {
+		if strings.EqualFold(strings.TrimSuffix(strings.TrimSpace(s), ":"), scheme) {
 			return true
 		}
 	}
 	return false
 }
 
-// MatchDomain reports whether a URL's host (and scheme and port, when the
-// pattern names them) matches one domain pattern of [DomainPolicy].
-func MatchDomain(pattern, rawURL string) bool {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return false
+// cleanURL does what a browser does to typed or linked text before parsing
+// it (as urlmatch does): leading and trailing spaces and control characters
+// go, and so do tabs and newlines anywhere ("java\tscript:" is javascript:).
+func cleanURL(s string) string {
+	s = strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
+	if !strings.ContainsAny(s, "\t\n\r") {
+		return s
 	}
-	return matchPattern(pattern, strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port())
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, s)
 }
 
-func matchPattern(pattern, scheme, host, port string) bool {
-	pat := strings.ToLower(strings.TrimSpace(pattern))
-	if pat == "" {
-		return false
-	}
-	if i := strings.Index(pat, "://"); i >= 0 {
-		if pat[:i] != scheme {
-			return false
-		}
-		pat = pat[i+3:]
-	}
-	pat = strings.TrimSuffix(pat, "/")
-	if h, pt, err := net.SplitHostPort(pat); err == nil {
-		if pt != port && !(port == "" && defaultPort(scheme) == pt) {
-			return false
-		}
-		pat = h
-	}
-	switch {
-	case strings.HasPrefix(pat, "*."):
-		apex := pat[2:]
-		if host == apex || strings.HasSuffix(host, "."+apex) {
-			return true
-		}
-		ok, _ := path.Match(pat, host)
-		return ok
-	case strings.ContainsAny(pat, "*?["):
-		ok, _ := path.Match(pat, host)
-		return ok
-	default:
-		return host == pat || host == "www."+pat
-	}
-}
-
-func defaultPort(scheme string) string {
-	switch scheme {
-	case "http":
-		return "80"
-	case "https":
-		return "443"
-	}
-	return ""
-}
-
-// isIPHost reports whether host names an IP address in any notation a browser
-// accepts: dotted quad, IPv6, and the inet_aton forms (a single decimal, hex
-// or octal number, or fewer than four parts) that Chromium also resolves.
+// isIPHost reports whether host, normalised by [urlmatch.NormalizeHost],
+// names an IP address. NormalizeHost already turns every IPv4 spelling a
+// browser accepts (a single decimal, hex or octal number, fewer than four
+// parts) into a dotted quad and an IPv4-mapped IPv6 address into IPv4.
 func isIPHost(host string) bool {
-	h := strings.Trim(host, "[]")
-	if net.ParseIP(h) != nil {
+	if _, err := netip.ParseAddr(host); err == nil {
 		return true
 	}
-	parts := strings.Split(strings.TrimSuffix(h, "."), ".")
-	if len(parts) > 4 {
-		return false
+	// A host whose last label is a number is read by browsers as IPv4 or
+	// refused ("256.0.0.1", "1.2.3.4.5"); it is never a name.
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if hex, ok := strings.CutPrefix(last, "0x"); ok {
+		return strings.Trim(hex, "0123456789abcdef") == ""
 	}
-	for _, part := range parts {
-		if part == "" {
-			return false
-		}
-		if _, err := strconv.ParseUint(part, 0, 32); err != nil {
-			return false
-		}
-	}
-	return true
+	return last != "" && strings.Trim(last, "0123456789") == ""
 }

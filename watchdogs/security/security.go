@@ -1,8 +1,54 @@
-package watchdogs
+// Package security is the security watchdog (name "security"): it enforces
+// a [URLPolicy] — by default a [DomainPolicy] built from the session
+// profile's AllowedDomains, ProhibitedDomains, BlockIPAddresses and
+// AllowedSchemes — before anything loads:
+//
+//   - NavigateToURL: a guard registered first refuses a forbidden URL before
+//     the session's navigation handler runs; the caller gets the
+//     *BlockedURLError (errors.Is(err, ErrURLBlocked)).
+//   - Every tab, popup and cross-site iframe target gets request interception
+//     (Fetch, Document requests only) from a target hook, set up while the
+//     target is still paused. Each document request — a navigation, every
+//     redirect hop, an iframe's document, the first document of a popup — is
+//     checked and, when refused, failed with BlockedByClient before it reaches
+//     the network. A navigation the session started then fails with a
+//     *session.NavigationError (net::ERR_BLOCKED_BY_CLIENT); [Watchdog.LastBlock]
+//     and a BrowserError event (Type "NavigationBlocked") say why.
+//   - A popup whose first document was refused (or whose URL is refused when
+//     TabCreated reports it) is closed with CloseTab: a blocked popup would
+//     otherwise stay as an empty error page the model could switch to.
+//   - NavigationComplete re-checks the tab's final URL, and every URL change
+//     of a session tab (Target.targetInfoChanged) is checked after commit
+//     (defence in depth): a tab found on a refused URL is sent to
+//     about:blank — a popup that never showed an allowed page is closed
+//     instead — and reported. When that watcher loses events it re-reads
+//     every tab's current URL.
+//
+// Scheme coverage: data:, blob:, javascript: and other non-network URLs
+// never reach request interception, so they are stopped by the
+// NavigateToURL guard (navigations the runtime makes), by Chromium itself
+// (renderer-initiated top-level data: navigations are refused by the
+// browser) and, for anything that still commits (a blob: page the page
+// navigated to, a data: iframe), by the after-commit checks — which act
+// after the document started, not before.
+//
+// Policy errors that are not a *BlockedURLError are wrapped into one (the
+// policy failing closed). A refused redirect or popup is known only after
+// the session's navigation returned; [Watchdog.LastBlock] has the reason.
+//
+// Handles: NavigateToURL (guard), TabCreated, NavigationComplete, TabClosed,
+// BrowserConnected, BrowserReconnected. Emits: BrowserError (Type
+// "NavigationBlocked", Details url, kind, target, reason and action — what
+// was done about it) for every refusal, and CloseTab for refused popups.
+// It never touches an allowed page, never lets a paused request continue
+// without a decision, and never judges sub-resources (scripts, images,
+// XHR): only documents.
+package security
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -17,68 +63,46 @@ import (
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/follow"
+	"github.com/browseragent/browseragent/internal/routine"
 	"github.com/browseragent/browseragent/session"
 )
 
-// SecurityName is the name of the security watchdog and of its bus handlers.
-const SecurityName = "security"
+// Name is the name of the security watchdog and of its bus handlers.
+const Name = "security"
 
-// Security enforces a [URLPolicy] before anything loads:
-//
-//   - NavigateToURL: a guard registered first refuses a forbidden URL before
-//     the session's navigation handler runs; the caller gets the
-//     *BlockedURLError (errors.Is(err, ErrURLBlocked)).
-//   - Every tab, popup and cross-site iframe target gets request interception
-//     (Fetch, Document requests only) from a target hook, set up while the
-//     target is still paused. Each document request — a navigation, every
-//     redirect hop, an iframe's document, the first document of a popup — is
-//     checked and, when refused, failed with BlockedByClient before it reaches
-//     the network. A navigation the session started then fails with a
-//     *session.NavigationError (net::ERR_BLOCKED_BY_CLIENT); [Security.LastBlock]
-//     and a BrowserError event (Type "NavigationBlocked") say why.
-//   - A popup whose first document was refused (or whose URL is refused when
-//     TabCreated reports it) is closed with CloseTab: a blocked popup would
-//     otherwise stay as an empty error page the model could switch to.
-//   - NavigationComplete re-checks the tab's final URL, and every URL change
-//     of a session tab (Target.targetInfoChanged) is checked after commit
-//     (defence in depth): a tab found on a refused URL is sent to
-//     about:blank — a popup that never showed an allowed page is closed
-//     instead — and reported.
-//
-// Scheme coverage: data:, blob:, javascript: and other non-network URLs
-// never reach request interception, so they are stopped by the
-// NavigateToURL guard (navigations the runtime makes), by Chromium itself
-// (renderer-initiated top-level data: navigations are refused by the
-// browser) and, for anything that still commits in a tab (a blob: page the
-// page navigated to), by the after-commit check — which acts after the
-// document started, not before. Iframes on such URLs are not policed.
-//
-// Policy errors that are not a *BlockedURLError are wrapped into one (the
-// policy failing closed). A refused redirect or popup is known only after
-// the session's navigation returned; [Security.LastBlock] has the reason.
-//
-// Every decision is reported as a BrowserError event with Type
-// "NavigationBlocked" and Details url, kind, target, reason and action
-// (what was done about it).
-type Security struct {
-	policy URLPolicy
-	log    *zap.Logger
-
-	mu       sync.Mutex
-	sess     *session.Session
-	active   URLPolicy
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	blocks   map[string]*BlockedURLError // last block per target id
-	closing  map[string]bool             // popups whose close was requested
-	shown    map[string]bool             // tabs that committed an allowed page
-	targets  map[string]*secTarget       // intercepted targets by session id
-	removeFn func()
-	watching *cdp.Conn // the connection the commit watcher listens on
+// Config configures the security watchdog. The zero value is usable.
+type Config struct {
+	// Policy decides which URLs may load. It must be safe for concurrent
+	// use: it is called from the bus and from the watchdog's goroutines. A
+	// policy with a Validate() error method is validated at Attach. Default
+	// (nil): a [DomainPolicy] built at Attach from the session profile's
+	// AllowedDomains, ProhibitedDomains, BlockIPAddresses and AllowedSchemes.
+	Policy URLPolicy
+	// Logger receives the blocks and the interception's troubles. Default:
+	// the session's logger, named "security".
+	Logger *zap.Logger
 }
 
-// secTarget is the interception state of one target.
-type secTarget struct {
+// Watchdog enforces a [URLPolicy]; see the package documentation.
+type Watchdog struct {
+	cfg Config
+
+	mu         sync.Mutex
+	sess       *session.Session
+	log        *zap.Logger
+	active     URLPolicy
+	group      *routine.Group              // interception consumers and the commit watcher
+	blocks     map[string]*BlockedURLError // last block per target id
+	closing    map[string]bool             // popups whose close was requested
+	shown      map[string]bool             // tabs that committed an allowed page
+	removeHook func()
+	watching   *cdp.Conn // the connection the commit watcher listens on
+}
+
+// intercepted is the interception state of one target. Only its consumer
+// goroutine touches it.
+type intercepted struct {
 	sess     *cdp.Session
 	kind     session.TargetKind
 	opener   string
@@ -86,33 +110,30 @@ type secTarget struct {
 	seen     map[fetch.RequestID]bool // request ids paused before (redirect hops)
 }
 
-// NewSecurity returns the security watchdog enforcing policy. A nil policy
-// means a [DomainPolicy] built at Attach from the session profile's
-// AllowedDomains, ProhibitedDomains, BlockIPAddresses and AllowedSchemes.
-// The policy must be safe for concurrent use; it is called from the bus and
-// from the watchdog's interception goroutines.
-func NewSecurity(policy URLPolicy) *Security {
-	return &Security{policy: policy}
+// New returns the security watchdog.
+func New(cfg Config) *Watchdog {
+	return &Watchdog{cfg: cfg}
 }
 
 // Name implements session.Watchdog.
-func (w *Security) Name() string { return SecurityName }
+func (w *Watchdog) Name() string { return Name }
 
-// Policy returns the policy in force (nil before the first Attach when
-// NewSecurity was given nil).
-func (w *Security) Policy() URLPolicy {
+// Policy returns the policy in force: Config.Policy, or the one built from
+// the profile at Attach (nil before the first Attach when Config.Policy is
+// nil).
+func (w *Watchdog) Policy() URLPolicy {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.active != nil {
 		return w.active
 	}
-	return w.policy
+	return w.cfg.Policy
 }
 
 // LastBlock returns the last refusal of a document request in the target
 // (a tab or iframe target id), or nil. It explains a navigation that failed
 // with net::ERR_BLOCKED_BY_CLIENT.
-func (w *Security) LastBlock(targetID string) *BlockedURLError {
+func (w *Watchdog) LastBlock(targetID string) *BlockedURLError {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if b := w.blocks[targetID]; b != nil {
@@ -122,89 +143,100 @@ func (w *Security) LastBlock(targetID string) *BlockedURLError {
 	return nil
 }
 
-// Attach implements session.Watchdog: it registers the NavigateToURL guard
-// (first), the TabCreated and NavigationComplete handlers and the target
-// hook that installs request interception.
-func (w *Security) Attach(s *session.Session) error {
-	p := w.policy
+// Attach implements session.Watchdog: it validates the policy, then
+// registers the NavigateToURL guard (first), the TabCreated,
+// NavigationComplete, TabClosed and connection handlers and the target hook
+// that installs request interception. An invalid policy (a domain pattern
+// that does not parse) fails Attach, and so the session's Start, with an
+// error wrapping urlmatch.ErrInvalidPattern that names the pattern.
+func (w *Watchdog) Attach(s *session.Session) error {
+	p := w.cfg.Policy
 	if p == nil {
 		prof := s.Profile()
-		p = &DomainPolicy{
+		dp := &DomainPolicy{
 			Allowed:          append([]string(nil), prof.AllowedDomains...),
 			Prohibited:       append([]string(nil), prof.ProhibitedDomains...),
 			BlockIPAddresses: prof.BlockIPAddresses,
 			AllowedSchemes:   append([]string(nil), prof.AllowedSchemes...),
 		}
+		// Named as the profile's fields, which is what the user wrote.
+		if _, _, err := dp.compile("AllowedDomains", "ProhibitedDomains"); err != nil {
+			return err
+		}
+		p = dp
+	} else if v, ok := p.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return err
+		}
+	}
+	log := w.cfg.Logger
+	if log == nil {
+		log = s.Logger().Named(Name)
 	}
 	w.mu.Lock()
 	w.sess = s
 	w.active = p
-	w.log = s.Logger().Named(SecurityName)
-	w.stop = make(chan struct{})
+	w.log = log
+	w.group = routine.New(context.Background())
 	w.blocks = map[string]*BlockedURLError{}
 	w.closing = map[string]bool{}
 	w.shown = map[string]bool{}
-	w.targets = map[string]*secTarget{}
 	w.watching = nil
 	w.mu.Unlock()
 
-	b := s.Bus()
-	if err := register(b, SecurityName, events.NavigateToURL, w.secOnNavigate, bus.Guard(), bus.First()); err != nil {
+	if err := session.Handle(s, events.NavigateToURL, Name, w.onNavigate, bus.Guard(), bus.First()); err != nil {
 		return err
 	}
-	if err := register(b, SecurityName, events.TabCreated, w.secOnTabCreated); err != nil {
+	if err := session.Handle(s, events.TabCreated, Name, w.onTabCreated); err != nil {
 		return err
 	}
-	if err := register(b, SecurityName, events.NavigationComplete, w.secOnNavigationComplete); err != nil {
+	if err := session.Handle(s, events.NavigationComplete, Name, w.onNavigationComplete); err != nil {
 		return err
 	}
-	if err := register(b, SecurityName, events.TabClosed, w.secOnTabClosed); err != nil {
+	if err := session.Handle(s, events.TabClosed, Name, w.onTabClosed); err != nil {
 		return err
 	}
-	if err := register(b, SecurityName, events.BrowserConnected, w.secOnConnected); err != nil {
+	if err := session.Handle(s, events.BrowserConnected, Name, w.onConnected); err != nil {
 		return err
 	}
-	if err := register(b, SecurityName, events.BrowserReconnected, func(ctx context.Context, _ events.BrowserReconnectedEvent) (events.None, error) {
-		return w.secOnConnected(ctx, events.BrowserConnectedEvent{})
+	if err := session.Handle(s, events.BrowserReconnected, Name, func(ctx context.Context, _ events.BrowserReconnectedEvent) (events.None, error) {
+		return w.onConnected(ctx, events.BrowserConnectedEvent{})
 	}); err != nil {
 		return err
 	}
-	remove := s.AddTargetHook(w.secHook)
+	remove := s.AddTargetHook(w.hook)
 	w.mu.Lock()
-	w.removeFn = remove
+	w.removeHook = remove
 	w.mu.Unlock()
 	return nil
 }
 
-// Detach implements session.Detacher: it stops the interception goroutines.
-func (w *Security) Detach(ctx context.Context) error {
+// Detach implements session.Detacher: it removes the target hook and stops
+// (and waits for) the interception consumers and the commit watcher.
+func (w *Watchdog) Detach(ctx context.Context) error {
 	w.mu.Lock()
-	stop, remove := w.stop, w.removeFn
-	w.removeFn = nil
-	if stop != nil {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-	}
+	g, remove := w.group, w.removeHook
+	w.removeHook = nil
 	w.mu.Unlock()
 	if remove != nil {
 		remove()
 	}
-	done := make(chan struct{})
-	go func() { w.wg.Wait(); close(done) }()
-	select {
-	case <-done:
+	if g == nil {
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
+	return g.Stop(ctx)
 }
 
-// secCheck asks the policy; a non-nil result is the refusal as a
+// routines returns the group of the current attachment (nil before Attach).
+func (w *Watchdog) routines() *routine.Group {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.group
+}
+
+// check asks the policy; a non-nil result is the refusal as a
 // *BlockedURLError (a policy's other errors are wrapped into one).
-func (w *Security) secCheck(ctx context.Context, u string, kind NavigationKind, targetID string) *BlockedURLError {
+func (w *Watchdog) check(ctx context.Context, u string, kind NavigationKind, targetID string) *BlockedURLError {
 	p := w.Policy()
 	if p == nil {
 		return nil
@@ -220,9 +252,9 @@ func (w *Security) secCheck(ctx context.Context, u string, kind NavigationKind, 
 	return &BlockedURLError{URL: u, Kind: kind, Reason: err.Error()}
 }
 
-// secReport records a block and emits the BrowserError the trace and the
+// report records a block and emits the BrowserError the trace and the
 // model see.
-func (w *Security) secReport(ctx context.Context, be *BlockedURLError, targetID, how string) {
+func (w *Watchdog) report(ctx context.Context, be *BlockedURLError, targetID, how string) {
 	w.mu.Lock()
 	if targetID != "" && w.blocks != nil {
 		w.blocks[targetID] = be
@@ -249,27 +281,27 @@ func (w *Security) secReport(ctx context.Context, be *BlockedURLError, targetID,
 	})
 }
 
-// secOnNavigate is the NavigateToURL guard: a refused URL stops the chain.
-func (w *Security) secOnNavigate(ctx context.Context, ev events.NavigateToURLEvent) (events.NavigateResult, error) {
+// onNavigate is the NavigateToURL guard: a refused URL stops the chain.
+func (w *Watchdog) onNavigate(ctx context.Context, ev events.NavigateToURLEvent) (events.NavigateResult, error) {
 	tid := ""
-	if s := w.secSession(); s != nil && !ev.NewTab {
+	if s := w.session(); s != nil && !ev.NewTab {
 		tid = s.FocusedTab()
 	}
-	if be := w.secCheck(ctx, ev.URL, KindNavigate, tid); be != nil {
-		w.secReport(ctx, be, tid, "navigation refused before it started")
+	if be := w.check(ctx, ev.URL, KindNavigate, tid); be != nil {
+		w.report(ctx, be, tid, "navigation refused before it started")
 		return events.NavigateResult{TargetID: tid}, be
 	}
 	return events.NavigateResult{}, nil
 }
 
-func (w *Security) secSession() *session.Session {
+func (w *Watchdog) session() *session.Session {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.sess
 }
 
-// secClaimClose reports whether the caller is the first to close targetID.
-func (w *Security) secClaimClose(targetID string) bool {
+// claimClose reports whether the caller is the first to close targetID.
+func (w *Watchdog) claimClose(targetID string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closing == nil || w.closing[targetID] {
@@ -279,16 +311,16 @@ func (w *Security) secClaimClose(targetID string) bool {
 	return true
 }
 
-// secOnTabCreated closes popups whose URL is refused or whose first document
+// onTabCreated closes popups whose URL is refused or whose first document
 // was already blocked by interception.
-func (w *Security) secOnTabCreated(ctx context.Context, ev events.TabCreatedEvent) (events.None, error) {
+func (w *Watchdog) onTabCreated(ctx context.Context, ev events.TabCreatedEvent) (events.None, error) {
 	if ev.OpenerID == "" {
 		return events.None{}, nil
 	}
 	refused := false
 	if ev.URL != "" {
-		if be := w.secCheck(ctx, ev.URL, KindNewTab, ev.TargetID); be != nil {
-			w.secReport(ctx, be, ev.TargetID, "popup closed")
+		if be := w.check(ctx, ev.URL, KindNewTab, ev.TargetID); be != nil {
+			w.report(ctx, be, ev.TargetID, "popup closed")
 			refused = true
 		}
 	}
@@ -297,10 +329,10 @@ func (w *Security) secOnTabCreated(ctx context.Context, ev events.TabCreatedEven
 			refused = true
 		}
 	}
-	if !refused || !w.secClaimClose(ev.TargetID) {
+	if !refused || !w.claimClose(ev.TargetID) {
 		return events.None{}, nil
 	}
-	s := w.secSession()
+	s := w.session()
 	if s == nil {
 		return events.None{}, nil
 	}
@@ -311,10 +343,10 @@ func (w *Security) secOnTabCreated(ctx context.Context, ev events.TabCreatedEven
 	return events.None{}, err
 }
 
-// secOnNavigationComplete re-checks where the tab really is and leaves a
+// onNavigationComplete re-checks where the tab really is and leaves a
 // refused page for about:blank.
-func (w *Security) secOnNavigationComplete(ctx context.Context, ev events.NavigationCompleteEvent) (events.None, error) {
-	s := w.secSession()
+func (w *Watchdog) onNavigationComplete(ctx context.Context, ev events.NavigationCompleteEvent) (events.None, error) {
+	s := w.session()
 	if s == nil || ev.TargetID == "" {
 		return events.None{}, nil
 	}
@@ -331,14 +363,14 @@ func (w *Security) secOnNavigationComplete(ctx context.Context, ev events.Naviga
 		if u == "" || strings.HasPrefix(u, "chrome-error:") {
 			continue
 		}
-		be := w.secCheck(ctx, u, KindNavigate, ev.TargetID)
+		be := w.check(ctx, u, KindNavigate, ev.TargetID)
 		if be == nil {
 			continue
 		}
 		if last := w.LastBlock(ev.TargetID); last == nil || last.URL != u {
 			// Not already reported (and recorded more precisely) by the
 			// interception.
-			w.secReport(ctx, be, ev.TargetID, "tab left for about:blank")
+			w.report(ctx, be, ev.TargetID, "tab left for about:blank")
 		}
 		if _, err := cdpproto.Call(ctx, cs, page.Navigate, page.NavigateParams{URL: "about:blank"}); err != nil {
 			return events.None{}, err
@@ -348,24 +380,21 @@ func (w *Security) secOnNavigationComplete(ctx context.Context, ev events.Naviga
 	return events.None{}, nil
 }
 
-// secHook installs Document-request interception on a tab or frame target
+// hook installs Document-request interception on a tab or frame target
 // while it is paused. Fetch is handled by the browser process, so
 // Fetch.enable is answered before the target resumes (checked by test).
-func (w *Security) secHook(ctx context.Context, at session.AttachedTarget) error {
+func (w *Watchdog) hook(ctx context.Context, at session.AttachedTarget) error {
 	if at.Kind != session.TargetPage && at.Kind != session.TargetFrame {
 		return nil
 	}
-	w.mu.Lock()
-	stop := w.stop
-	if stop == nil {
-		w.mu.Unlock()
+	g := w.routines()
+	if g == nil || g.Stopped() {
 		return nil
 	}
-	t := &secTarget{sess: at.Session, kind: at.Kind, opener: at.OpenerID, seen: map[fetch.RequestID]bool{}}
-	w.targets[string(at.Session.ID())] = t
-	w.mu.Unlock()
-
-	sub := at.Session.SubscribeEvents(secTargetEvents...)
+	t := &intercepted{sess: at.Session, kind: at.Kind, opener: at.OpenerID, seen: map[fetch.RequestID]bool{}}
+	// Subscribed before Fetch.enable, so that the first paused request (a
+	// popup's first document) cannot be missed.
+	sub := at.Session.SubscribeEvents(targetEvents...)
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := cdpproto.Call(cctx, at.Session, fetch.Enable, fetch.EnableParams{
@@ -377,68 +406,102 @@ func (w *Security) secHook(ctx context.Context, at session.AttachedTarget) error
 	})
 	if err != nil {
 		sub.Cancel()
-		return err
+		return fmt.Errorf("security: enabling request interception in target %s: %w", at.Session.TargetID(), err)
 	}
-	w.wg.Add(1)
-	go w.secIntercept(stop, t, sub)
+	name := "security interception " + string(at.Session.TargetID())
+	if err := g.Go(name, func(ctx context.Context) { w.intercept(ctx, t, sub) }); err != nil {
+		// Detached meanwhile (the session is stopping): the target's
+		// requests stay paused, undecided, until the connection closes.
+		sub.Cancel()
+	}
 	return nil
 }
 
-// secIntercept answers the target's paused Document requests until the
+// intercept answers the target's paused Document requests until the
 // target goes away or the watchdog detaches. It runs on its own goroutine so
 // that the CDP reader never waits for a policy.
-func (w *Security) secIntercept(stop <-chan struct{}, t *secTarget, sub *cdp.Subscription) {
-	defer w.wg.Done()
-	defer func() { sub.Cancel() }()
-	ctx, cancel := secStopContext(stop)
-	defer cancel()
-	for {
-		select {
-		case <-stop:
+func (w *Watchdog) intercept(ctx context.Context, t *intercepted, first *cdp.Subscription) {
+	handle := func(ev cdp.Event) {
+		if ev.Method == page.FrameNavigated.Method {
+			var e page.EventFrameNavigated
+			if ev.Decode(&e) == nil && e.Frame != nil {
+				w.checkFrame(ctx, t, e.Frame)
+			}
 			return
-		case ev, ok := <-sub.C():
-			if !ok {
-				err := sub.Err()
-				if errors.Is(err, cdp.ErrSubscriptionOverflow) {
-					// Paused requests we never saw stay paused; log loudly
-					// and keep answering the new ones.
-					w.log.Warn("request interception fell behind; resubscribing", zap.Error(err))
-					sub = t.sess.SubscribeEvents(secTargetEvents...)
-					continue
-				}
-				w.mu.Lock()
-				if w.targets != nil {
-					delete(w.targets, string(t.sess.ID()))
-				}
-				w.mu.Unlock()
-				return
-			}
-			if ev.Method == page.FrameNavigated.Method {
-				var e page.EventFrameNavigated
-				if ev.Decode(&e) == nil && e.Frame != nil {
-					w.secCheckFrame(ctx, t, e.Frame)
-				}
-				continue
-			}
-			var e fetch.EventRequestPaused
-			if ev.Decode(&e) != nil || e.Request == nil {
-				continue
-			}
-			w.secDecide(ctx, t, &e)
 		}
+		var e fetch.EventRequestPaused
+		if ev.Decode(&e) != nil || e.Request == nil {
+			return
+		}
+		w.decide(ctx, t, &e)
 	}
+	_ = follow.Run(ctx, first,
+		func() *cdp.Subscription { return t.sess.SubscribeEvents(targetEvents...) },
+		handle,
+		follow.Options{Name: "security interception", Logger: w.logger(), Resync: func(ctx context.Context) { w.resyncTarget(ctx, t) }})
 }
 
-// secTargetEvents are what a target's interception goroutine consumes:
+// resyncTarget runs after the target's event subscription overflowed and
+// was replaced. What was lost, and what can be made up for:
+//
+//   - Fetch.requestPaused: not recoverable. CDP has no call that lists
+//     paused requests, and one can be answered only with its id, so a lost
+//     request stays paused: nothing was sent (the loss fails closed), but
+//     the load hangs until the session's navigation times out or a new
+//     navigation of the frame (or closing the tab) cancels it. Fetch is not
+//     disabled to release them: a request released that way would go on
+//     without a decision. The loss is logged as an error so that it is seen.
+//   - The bookkeeping fed by those events (redirect hops, a popup's first
+//     document) may be off: a later hop counts as a navigation, which a
+//     policy treats no more leniently.
+//   - Page.frameNavigated: recoverable. Every frame's committed URL is read
+//     from Page.getFrameTree and checked as if its commit had been seen.
+func (w *Watchdog) resyncTarget(ctx context.Context, t *intercepted) {
+	tid := string(t.sess.TargetID())
+	w.logger().Error("request interception lost events: a document request whose pause was lost stays paused "+
+		"(never sent) until its frame navigates again or the tab closes",
+		zap.String("target", tid))
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	tree, err := cdpproto.Call(cctx, t.sess, page.GetFrameTree, cdpproto.Empty{})
+	cancel()
+	if err != nil {
+		w.logger().Warn("resynchronising frames after lost events", zap.String("target", tid), zap.Error(err))
+		return
+	}
+	var walk func(n *page.FrameTree)
+	walk = func(n *page.FrameTree) {
+		if n == nil || ctx.Err() != nil {
+			return
+		}
+		if n.Frame != nil {
+			w.checkFrame(ctx, t, n.Frame)
+		}
+		for _, c := range n.ChildFrames {
+			walk(c)
+		}
+	}
+	walk(tree.FrameTree)
+}
+
+func (w *Watchdog) logger() *zap.Logger {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.log == nil {
+		return zap.NewNop()
+	}
+	return w.log
+}
+
+// targetEvents are what a target's interception goroutine consumes:
 // paused document requests, and committed frames (for documents that never
 // reach the network).
-var secTargetEvents = []string{fetch.RequestPaused.Method, page.FrameNavigated.Method}
+var targetEvents = []string{fetch.RequestPaused.Method, page.FrameNavigated.Method}
 
-// secCheckFrame re-checks a sub-frame's committed URL. data:, blob: and
+// checkFrame re-checks a sub-frame's committed URL. data:, blob: and
 // similar documents never reach Fetch, so a refused one is replaced by
 // about:blank right after it committed (its scripts may have started) and
-// the replacement is reported. Main frames are checked by secWatchCommits.
-func (w *Security) secCheckFrame(ctx context.Context, t *secTarget, f *cdpproto.Frame) {
+// the replacement is reported. Main frames are checked by watchCommits.
+func (w *Watchdog) checkFrame(ctx context.Context, t *intercepted, f *cdpproto.Frame) {
 	if f.ParentID == "" || f.URL == "" || strings.HasPrefix(f.URL, "http:") || strings.HasPrefix(f.URL, "https:") {
 		return // main frame, or a network URL Fetch already decided
 	}
@@ -446,18 +509,18 @@ func (w *Security) secCheckFrame(ctx context.Context, t *secTarget, f *cdpproto.
 	tid := string(t.sess.TargetID())
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	be := w.secCheck(cctx, u, KindSubframe, tid)
+	be := w.check(cctx, u, KindSubframe, tid)
 	if be == nil {
 		return
 	}
 	if _, err := cdpproto.Call(cctx, t.sess, page.Navigate, page.NavigateParams{URL: "about:blank", FrameID: f.ID}); err != nil {
-		w.log.Debug("blanking a refused frame", zap.String("url", u), zap.Error(err))
+		w.logger().Debug("blanking a refused frame", zap.String("url", u), zap.Error(err))
 	}
-	w.secReport(ctx, be, tid, "frame replaced with about:blank after it committed")
+	w.report(ctx, be, tid, "frame replaced with about:blank after it committed")
 }
 
-// secKind classifies a paused document request.
-func secKind(t *secTarget, e *fetch.EventRequestPaused) (kind NavigationKind, mainFrame bool) {
+// classify classifies a paused document request.
+func classify(t *intercepted, e *fetch.EventRequestPaused) (kind NavigationKind, mainFrame bool) {
 	mainFrame = t.kind == session.TargetPage && string(e.FrameID) == string(t.sess.TargetID())
 	switch {
 	case e.RedirectedRequestID != "" || t.seen[e.RequestID]:
@@ -472,9 +535,9 @@ func secKind(t *secTarget, e *fetch.EventRequestPaused) (kind NavigationKind, ma
 	return kind, mainFrame
 }
 
-// secDecide checks one paused request and fails or continues it.
-func (w *Security) secDecide(ctx context.Context, t *secTarget, e *fetch.EventRequestPaused) {
-	kind, mainFrame := secKind(t, e)
+// decide checks one paused request and fails or continues it.
+func (w *Watchdog) decide(ctx context.Context, t *intercepted, e *fetch.EventRequestPaused) {
+	kind, mainFrame := classify(t, e)
 	if len(t.seen) >= 4096 {
 		// Bound the memory of a long-lived tab; an old redirect chain then
 		// counts as a navigation, which policies treat no more leniently.
@@ -489,86 +552,102 @@ func (w *Security) secDecide(ctx context.Context, t *secTarget, e *fetch.EventRe
 	tid := string(t.sess.TargetID())
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	be := w.secCheck(cctx, u, kind, tid)
+	be := w.check(cctx, u, kind, tid)
 	if be == nil {
 		if _, err := cdpproto.Call(cctx, t.sess, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID}); err != nil {
-			w.log.Debug("continue request", zap.String("url", u), zap.Error(err))
+			w.logger().Debug("continue request", zap.String("url", u), zap.Error(err))
 		}
 		return
 	}
 	if _, err := cdpproto.Call(cctx, t.sess, fetch.FailRequest, fetch.FailRequestParams{RequestID: e.RequestID, ErrorReason: network.ErrorReasonBlockedByClient}); err != nil {
-		w.log.Debug("fail request", zap.String("url", u), zap.Error(err))
+		w.logger().Debug("fail request", zap.String("url", u), zap.Error(err))
 	}
 	how := "request failed before it was sent"
 	if firstPopupDoc {
 		how = "popup closed"
 	}
-	w.secReport(ctx, be, tid, how)
-	if !firstPopupDoc || !w.secClaimClose(tid) {
+	w.report(ctx, be, tid, how)
+	if !firstPopupDoc || !w.claimClose(tid) {
 		return
 	}
 	// A popup the page opened at a refused URL: close it. Emitted, not
 	// awaited: the bus may be busy with the action that opened it.
-	if s := w.secSession(); s != nil && s.Bus() != nil {
+	if s := w.session(); s != nil && s.Bus() != nil {
 		_, _ = bus.Emit(ctx, s.Bus(), events.CloseTab, events.CloseTabEvent{TargetID: tid})
 	}
 }
 
-// secOnConnected starts the after-commit URL watcher, once per connection
+// onConnected starts the after-commit URL watcher, once per connection
 // (it also runs on BrowserReconnected).
-func (w *Security) secOnConnected(_ context.Context, _ events.BrowserConnectedEvent) (events.None, error) {
-	s := w.secSession()
+func (w *Watchdog) onConnected(_ context.Context, _ events.BrowserConnectedEvent) (events.None, error) {
+	s := w.session()
 	if s == nil {
 		return events.None{}, nil
 	}
 	conn := s.Conn()
 	w.mu.Lock()
-	stop := w.stop
-	if conn == nil || stop == nil || conn == w.watching {
+	g := w.group
+	if conn == nil || g == nil || conn == w.watching {
 		w.mu.Unlock()
 		return events.None{}, nil
 	}
 	w.watching = conn
 	w.mu.Unlock()
+	// Subscribed here, not on the goroutine, so that no commit after the
+	// connection was reported is missed.
 	sub := conn.SubscribeEvents(target.TargetInfoChanged.Method)
-	w.wg.Add(1)
-	go w.secWatchCommits(stop, conn, sub)
+	if err := g.Go("security commit watcher", func(ctx context.Context) { w.watchCommits(ctx, conn, sub) }); err != nil {
+		sub.Cancel()
+	}
 	return events.None{}, nil
 }
 
-// secWatchCommits checks every committed URL of the session's tabs.
-func (w *Security) secWatchCommits(stop <-chan struct{}, conn *cdp.Conn, sub *cdp.Subscription) {
-	defer w.wg.Done()
-	defer func() { sub.Cancel() }()
-	ctx, cancel := secStopContext(stop)
-	defer cancel()
-	for {
-		select {
-		case <-stop:
-			return
-		case ev, ok := <-sub.C():
-			if !ok {
-				if errors.Is(sub.Err(), cdp.ErrSubscriptionOverflow) {
-					sub = conn.SubscribeEvents(target.TargetInfoChanged.Method)
-					continue
-				}
-				return
-			}
+// watchCommits checks every committed URL of the session's tabs until the
+// connection ends or the watchdog detaches.
+func (w *Watchdog) watchCommits(ctx context.Context, conn *cdp.Conn, first *cdp.Subscription) {
+	_ = follow.Run(ctx, first,
+		func() *cdp.Subscription { return conn.SubscribeEvents(target.TargetInfoChanged.Method) },
+		func(ev cdp.Event) {
 			var e target.EventTargetInfoChanged
 			if ev.Decode(&e) != nil || e.TargetInfo == nil || e.TargetInfo.Type != "page" {
-				continue
+				return
 			}
-			w.secCheckCommitted(ctx, e.TargetInfo)
+			w.checkCommitted(ctx, e.TargetInfo)
+		},
+		follow.Options{Name: "security commit watcher", Logger: w.logger(), Resync: func(ctx context.Context) { w.resyncCommits(ctx, conn) }})
+}
+
+// resyncCommits makes up for commits the watcher lost: it lists the
+// browser's tabs (Target.getTargets) and checks each of the session's tabs
+// on its current URL as if its commit had been seen — a tab on a refused
+// URL is left for about:blank (a popup that never showed an allowed page
+// is closed) and reported. Intermediate URLs a tab passed through while
+// events were lost cannot be recovered; the one it is on now is what
+// matters.
+func (w *Watchdog) resyncCommits(ctx context.Context, conn *cdp.Conn) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	res, err := cdpproto.Call(cctx, conn.Browser(), target.GetTargets, target.GetTargetsParams{})
+	cancel()
+	if err != nil {
+		w.logger().Warn("listing tabs to re-check their URLs after lost events", zap.Error(err))
+		return
+	}
+	for _, ti := range res.TargetInfos {
+		if ctx.Err() != nil {
+			return
+		}
+		if ti.Type == "page" {
+			w.checkCommitted(ctx, ti) // skips targets that are not the session's tabs
 		}
 	}
 }
 
-func (w *Security) secCheckCommitted(ctx context.Context, ti *target.Info) {
+func (w *Watchdog) checkCommitted(ctx context.Context, ti *target.Info) {
 	u := ti.URL
 	if u == "" || strings.HasPrefix(u, "chrome-error:") {
 		return
 	}
-	s := w.secSession()
+	s := w.session()
 	if s == nil {
 		return
 	}
@@ -583,7 +662,7 @@ func (w *Security) secCheckCommitted(ctx context.Context, ti *target.Info) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	be := w.secCheck(cctx, u, kind, tid)
+	be := w.check(cctx, u, kind, tid)
 	w.mu.Lock()
 	if be == nil {
 		if w.shown != nil && !blankPages[strings.ToLower(u)] {
@@ -600,38 +679,24 @@ func (w *Security) secCheckCommitted(ctx context.Context, ti *target.Info) {
 	w.mu.Unlock()
 	if last == nil || last.URL != u {
 		// Not already reported by the interception (a non-network URL).
-		w.secReport(ctx, be, tid, "refused after commit; tab left for about:blank")
+		w.report(ctx, be, tid, "refused after commit; tab left for about:blank")
 	}
-	if ti.OpenerID != "" && !shown && w.secClaimClose(tid) {
+	if ti.OpenerID != "" && !shown && w.claimClose(tid) {
 		// A popup that never showed an allowed page: close it.
 		_, _ = bus.Emit(ctx, s.Bus(), events.CloseTab, events.CloseTabEvent{TargetID: tid})
 		return
 	}
 	if _, err := cdpproto.Call(cctx, cs, page.Navigate, page.NavigateParams{URL: "about:blank"}); err != nil {
-		w.log.Debug("leaving refused page", zap.String("url", u), zap.Error(err))
+		w.logger().Debug("leaving refused page", zap.String("url", u), zap.Error(err))
 	}
 }
 
-// secOnTabClosed forgets a closed tab's records.
-func (w *Security) secOnTabClosed(_ context.Context, ev events.TabClosedEvent) (events.None, error) {
+// onTabClosed forgets a closed tab's records.
+func (w *Watchdog) onTabClosed(_ context.Context, ev events.TabClosedEvent) (events.None, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.blocks, ev.TargetID)
 	delete(w.closing, ev.TargetID)
 	delete(w.shown, ev.TargetID)
 	return events.None{}, nil
-}
-
-// secStopContext returns a context cancelled when stop closes or cancel is
-// called, whichever comes first; its helper goroutine ends with it.
-func secStopContext(stop <-chan struct{}) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
 }

@@ -1,99 +1,70 @@
-package watchdogs
+package security
 
 import (
 	"context"
 	"errors"
 	"net/url"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	cdpproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/page"
 
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
 	"github.com/browseragent/browseragent/internal/testbrowser"
+	"github.com/browseragent/browseragent/internal/wdtest"
 	"github.com/browseragent/browseragent/session"
+	"github.com/browseragent/browseragent/urlmatch"
 )
 
-// secHarness is a started session with the security watchdog and a record
-// of the BrowserError events it emitted.
-type secHarness struct {
+// harness is a started session with the security watchdog and a recorder
+// of the events it emits.
+type harness struct {
 	t   *testing.T
 	env *testbrowser.Env
 	s   *session.Session
-	w   *Security
+	w   *Watchdog
+	rec *wdtest.Recorder
 	ctx context.Context
-
-	mu     sync.Mutex
-	errs   []events.BrowserErrorEvent
-	notify chan struct{}
 }
 
-func secStart(t *testing.T, prof session.Profile, policy URLPolicy) *secHarness {
+func start(t *testing.T, prof session.Profile, policy URLPolicy) *harness {
 	t.Helper()
-	env := testbrowser.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	prof.CDPURL = env.Browser.WebSocketURL()
-	w := NewSecurity(policy)
-	s := session.New(prof, session.WithWatchdogs(w))
-	if err := s.Start(ctx); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() {
-		sctx, c := context.WithTimeout(context.Background(), time.Minute)
-		defer c()
-		if err := s.Stop(sctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	h := &secHarness{t: t, env: env, s: s, w: w, ctx: ctx, notify: make(chan struct{}, 1)}
-	_, err := bus.Handle(s.Bus(), events.BrowserError, "sectest", func(_ context.Context, e events.BrowserErrorEvent) (events.None, error) {
-		h.mu.Lock()
-		h.errs = append(h.errs, e)
-		h.mu.Unlock()
-		select {
-		case h.notify <- struct{}{}:
-		default:
-		}
-		return events.None{}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	w := New(Config{Policy: policy})
+	s, env, rec, ctx := wdtest.Connect(t, prof, w)
+	return &harness{t: t, env: env, s: s, w: w, rec: rec, ctx: ctx}
 }
 
-func (h *secHarness) navigate(u string) (events.NavigateResult, error) {
+func (h *harness) navigate(u string) (events.NavigateResult, error) {
 	return bus.Call(h.ctx, h.s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: u})
 }
 
 // waitBlock waits for a NavigationBlocked report whose url contains sub.
-func (h *secHarness) waitBlock(sub string) events.BrowserErrorEvent {
+func (h *harness) waitBlock(sub string) events.BrowserErrorEvent {
 	h.t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		h.mu.Lock()
-		for _, e := range h.errs {
-			if e.Type == "NavigationBlocked" && strings.Contains(e.Details["url"], sub) {
-				h.mu.Unlock()
-				return e
-			}
-		}
-		h.mu.Unlock()
-		select {
-		case <-h.notify:
-		case <-deadline:
-			h.t.Fatalf("no NavigationBlocked report for %q; reports: %+v", sub, h.errs)
+	return wdtest.WaitEvent(h.t, h.rec, 30*time.Second, func(e events.BrowserErrorEvent) bool {
+		return e.Type == "NavigationBlocked" && strings.Contains(e.Details["url"], sub)
+	})
+}
+
+// blocks returns the NavigationBlocked reports recorded so far.
+func (h *harness) blocks() []events.BrowserErrorEvent {
+	var out []events.BrowserErrorEvent
+	for _, ev := range h.rec.All() {
+		if e, ok := ev.(events.BrowserErrorEvent); ok && e.Type == "NavigationBlocked" {
+			out = append(out, e)
 		}
 	}
+	return out
 }
 
 // waitFor polls cond (bounded generously; no timing assertions).
-func secWaitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
@@ -104,24 +75,31 @@ func secWaitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func (h *secHarness) eval(expr string, out any) {
+func (h *harness) eval(expr string, out any) {
 	h.t.Helper()
-	cs, err := h.s.PageSession("")
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if err := evaluate(h.ctx, cs, expr, out); err != nil {
-		h.t.Fatalf("evaluate %s: %v", expr, err)
-	}
+	wdtest.Eval(h.t, h.ctx, h.s, expr, out)
 }
 
-func secHost(raw string) string {
+// href returns the location of a tab, or "" while it cannot be read.
+func (h *harness) href(tab string) string {
+	cs, err := h.s.PageSession(tab)
+	if err != nil {
+		return ""
+	}
+	var href string
+	if pagejs.Evaluate(h.ctx, cs, "location.href", &href) != nil {
+		return "" // navigating
+	}
+	return href
+}
+
+func host(raw string) string {
 	u, _ := url.Parse(raw)
 	return u.Hostname()
 }
 
 func TestSecurityAllowedNavigation(t *testing.T) {
-	h := secStart(t, session.Profile{AllowedDomains: []string{"127.0.0.1"}}, nil)
+	h := start(t, session.Profile{AllowedDomains: []string{"127.0.0.1"}}, nil)
 	res, err := h.navigate(h.env.Server.URL1 + "/other.html?sec=allowed")
 	if err != nil {
 		t.Fatalf("allowed navigation failed: %v", err)
@@ -140,7 +118,7 @@ func TestSecurityAllowedNavigation(t *testing.T) {
 }
 
 func TestSecurityProhibitedRefusedBeforeRequest(t *testing.T) {
-	h := secStart(t, session.Profile{ProhibitedDomains: []string{"localhost"}}, nil)
+	h := start(t, session.Profile{ProhibitedDomains: []string{"localhost"}}, nil)
 	const p = "/security-prohibited.html"
 	_, err := h.navigate(h.env.Server.URL2 + p)
 	if !errors.Is(err, ErrURLBlocked) {
@@ -164,7 +142,7 @@ func TestSecurityProhibitedRefusedBeforeRequest(t *testing.T) {
 }
 
 func TestSecurityRedirectToBlockedDomain(t *testing.T) {
-	h := secStart(t, session.Profile{AllowedDomains: []string{"127.0.0.1"}}, nil)
+	h := start(t, session.Profile{AllowedDomains: []string{"127.0.0.1"}}, nil)
 	const p = "/security-redirect-target.html"
 	target := h.env.Server.URL2 + p
 	_, err := h.navigate(h.env.Server.URL1 + "/redirect?to=" + url.QueryEscape(target))
@@ -187,27 +165,20 @@ func TestSecurityRedirectToBlockedDomain(t *testing.T) {
 		t.Fatalf("LastBlock = %+v", b)
 	}
 	// The tab is not on the blocked site.
-	secWaitFor(t, "tab off the blocked URL", func() bool {
+	waitFor(t, "tab off the blocked URL", func() bool {
 		var href string
 		h.eval("location.href", &href)
-		return secHost(href) != "localhost"
+		return host(href) != "localhost"
 	})
 }
 
 func TestSecurityPopupToBlockedDomain(t *testing.T) {
-	h := secStart(t, session.Profile{AllowedDomains: []string{"127.0.0.1"}}, nil)
+	h := start(t, session.Profile{AllowedDomains: []string{"127.0.0.1"}}, nil)
 	if _, err := h.navigate(h.env.Server.URL1 + "/other.html?sec=opener"); err != nil {
 		t.Fatal(err)
 	}
 	const p = "/security-popup-target.html"
-	created := make(chan events.TabCreatedEvent, 4)
-	if _, err := bus.Handle(h.s.Bus(), events.TabCreated, "sectest", func(_ context.Context, e events.TabCreatedEvent) (events.None, error) {
-		created <- e
-		return events.None{}, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	h.eval(`window.open(`+secJSString(h.env.Server.URL2+p)+`, "_blank"), true`, nil)
+	h.eval(`window.open(`+jsString(h.env.Server.URL2+p)+`, "_blank"), true`, nil)
 	e := h.waitBlock(p)
 	if e.Details["kind"] != string(KindNewTab) {
 		t.Fatalf("kind = %q, want new_tab", e.Details["kind"])
@@ -216,7 +187,7 @@ func TestSecurityPopupToBlockedDomain(t *testing.T) {
 	if popup == "" || popup == h.s.FocusedTab() {
 		t.Fatalf("block reported for target %q", popup)
 	}
-	secWaitFor(t, "popup closed", func() bool {
+	waitFor(t, "popup closed", func() bool {
 		for _, tab := range h.s.Tabs() {
 			if tab.TargetID == popup {
 				return false
@@ -228,14 +199,14 @@ func TestSecurityPopupToBlockedDomain(t *testing.T) {
 		t.Fatalf("blocked site got %d requests", n)
 	}
 	for _, tab := range h.s.Tabs() {
-		if secHost(tab.URL) == "localhost" {
+		if host(tab.URL) == "localhost" {
 			t.Fatalf("a tab is on the blocked site: %+v", h.s.Tabs())
 		}
 	}
 }
 
 func TestSecurityCrossSiteIframeBlocked(t *testing.T) {
-	h := secStart(t, session.Profile{AllowedDomains: []string{"127.0.0.1"}}, nil)
+	h := start(t, session.Profile{AllowedDomains: []string{"127.0.0.1"}}, nil)
 	_, err := h.navigate(h.env.Server.URL1 + "/security-iframe.html")
 	if err != nil {
 		t.Fatalf("page with a blocked iframe must still load: %v", err)
@@ -253,7 +224,7 @@ func TestSecurityCrossSiteIframeBlocked(t *testing.T) {
 		t.Fatalf("blocked iframe site got %d requests", n)
 	}
 	// The same-site iframe loaded normally.
-	secWaitFor(t, "same-site iframe", func() bool {
+	waitFor(t, "same-site iframe", func() bool {
 		for _, r := range h.env.Server.Requests(testbrowser.Site1) {
 			if strings.HasPrefix(r, "/other.html?sec=same") {
 				return true
@@ -265,7 +236,7 @@ func TestSecurityCrossSiteIframeBlocked(t *testing.T) {
 
 func TestSecurityDataURLs(t *testing.T) {
 	t.Run("refused by default", func(t *testing.T) {
-		h := secStart(t, session.Profile{}, nil)
+		h := start(t, session.Profile{}, nil)
 		_, err := h.navigate("data:text/html,<h1>hi</h1>")
 		if !errors.Is(err, ErrURLBlocked) {
 			t.Fatalf("err = %v, want ErrURLBlocked", err)
@@ -278,7 +249,7 @@ func TestSecurityDataURLs(t *testing.T) {
 	})
 	t.Run("allowed by a custom policy", func(t *testing.T) {
 		allowAll := URLPolicyFunc(func(context.Context, URLRequest) error { return nil })
-		h := secStart(t, session.Profile{}, allowAll)
+		h := start(t, session.Profile{}, allowAll)
 		if _, err := h.navigate("data:text/html,<h1 id=x>hi</h1>"); err != nil {
 			t.Fatalf("data: URL with a permissive policy: %v", err)
 		}
@@ -289,36 +260,20 @@ func TestSecurityDataURLs(t *testing.T) {
 		}
 	})
 	t.Run("window.open data refused", func(t *testing.T) {
-		h := secStart(t, session.Profile{}, nil)
+		h := start(t, session.Profile{}, nil)
 		if _, err := h.navigate(h.env.Server.URL1 + "/other.html?sec=data-opener"); err != nil {
-			t.Fatal(err)
-		}
-		created := make(chan events.TabCreatedEvent, 4)
-		if _, err := bus.Handle(h.s.Bus(), events.TabCreated, "sectest", func(_ context.Context, e events.TabCreatedEvent) (events.None, error) {
-			created <- e
-			return events.None{}, nil
-		}); err != nil {
 			t.Fatal(err)
 		}
 		opener := h.s.FocusedTab()
 		h.eval(`window.open("data:text/html,<title>evil</title><h1>evil</h1>", "_blank"), true`, nil)
-		var popup string
-		select {
-		case e := <-created:
-			if e.OpenerID != opener {
-				t.Fatalf("unexpected tab %+v", e)
-			}
-			popup = e.TargetID
-		case <-time.After(30 * time.Second):
-			t.Fatal("the popup never appeared")
-		}
+		popup := wdtest.WaitEvent(t, h.rec, 30*time.Second, func(e events.TabCreatedEvent) bool { return e.OpenerID == opener }).TargetID
 		// Chromium refuses renderer-initiated top-level data: navigations
 		// itself, and the after-commit check would leave one; the popup must
 		// be closed or on a blank page, never on the data: URL.
 		cs, err := h.s.PageSession(popup)
 		if err == nil {
 			var href string
-			if err := evaluate(h.ctx, cs, "location.href", &href); err == nil && strings.HasPrefix(href, "data:") {
+			if err := pagejs.Evaluate(h.ctx, cs, "location.href", &href); err == nil && strings.HasPrefix(href, "data:") {
 				t.Fatalf("popup is on %q", href)
 			}
 		}
@@ -337,7 +292,7 @@ func TestSecurityCustomPolicyPerDeployment(t *testing.T) {
 		}
 		return nil
 	})
-	h := secStart(t, session.Profile{}, veto)
+	h := start(t, session.Profile{}, veto)
 	if _, err := h.navigate(h.env.Server.URL1 + "/other.html?sec=custom"); err != nil {
 		t.Fatalf("allowed by the custom policy: %v", err)
 	}
@@ -360,7 +315,7 @@ func TestSecurityCustomPolicyPerDeployment(t *testing.T) {
 }
 
 func TestSecurityBlockIPAddresses(t *testing.T) {
-	h := secStart(t, session.Profile{BlockIPAddresses: true}, nil)
+	h := start(t, session.Profile{BlockIPAddresses: true}, nil)
 	if _, err := h.navigate(h.env.Server.URL2 + "/other.html?sec=ip-allowed"); err != nil {
 		t.Fatalf("localhost (a name) must be allowed: %v", err)
 	}
@@ -371,7 +326,7 @@ func TestSecurityBlockIPAddresses(t *testing.T) {
 		t.Fatalf("err = %v, want an IP block", err)
 	}
 	// A page link to the IP site is intercepted before the request.
-	h.eval(`location.href = `+secJSString(h.env.Server.URL1+p+"?via=link")+`, true`, nil)
+	h.eval(`location.href = `+jsString(h.env.Server.URL1+p+"?via=link")+`, true`, nil)
 	e := h.waitBlock(p + "?via=link")
 	if e.Details["kind"] != string(KindNavigate) {
 		t.Fatalf("kind %q", e.Details["kind"])
@@ -381,7 +336,7 @@ func TestSecurityBlockIPAddresses(t *testing.T) {
 	}
 }
 
-func secJSString(s string) string {
+func jsString(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 	return `"` + r.Replace(s) + `"`
 }
@@ -395,7 +350,7 @@ func TestSecurityBlobCheckedAfterCommit(t *testing.T) {
 		}
 		return nil
 	})
-	h := secStart(t, session.Profile{}, noBlob)
+	h := start(t, session.Profile{}, noBlob)
 	if _, err := h.navigate(h.env.Server.URL1 + "/other.html?sec=blob"); err != nil {
 		t.Fatal(err)
 	}
@@ -405,23 +360,13 @@ func TestSecurityBlobCheckedAfterCommit(t *testing.T) {
 	if e.Details["kind"] != string(KindNavigate) {
 		t.Fatalf("kind %q", e.Details["kind"])
 	}
-	secWaitFor(t, "tab off the blob: page", func() bool {
-		var href string
-		cs, err := h.s.PageSession("")
-		if err != nil {
-			return false
-		}
-		if evaluate(h.ctx, cs, "location.href", &href) != nil {
-			return false // navigating
-		}
-		return href == "about:blank"
-	})
+	waitFor(t, "tab off the blob: page", func() bool { return h.href("") == "about:blank" })
 }
 
 // A data: iframe never reaches Fetch: it is refused after it committed and
 // replaced by about:blank, and the refusal is reported as a sub-frame one.
 func TestSecurityDataIframeReplaced(t *testing.T) {
-	h := secStart(t, session.Profile{}, nil)
+	h := start(t, session.Profile{}, nil)
 	if _, err := h.navigate(h.env.URL("/security-dataframe.html")); err != nil {
 		t.Fatal(err)
 	}
@@ -433,11 +378,133 @@ func TestSecurityDataIframeReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secWaitFor(t, "the data: frame replaced by about:blank", func() bool {
+	waitFor(t, "the data: frame replaced by about:blank", func() bool {
 		tree, err := cdpproto.Call(h.ctx, cs, page.GetFrameTree, cdpproto.Empty{})
 		if err != nil || tree.FrameTree == nil || len(tree.FrameTree.ChildFrames) != 1 {
 			return false
 		}
 		return tree.FrameTree.ChildFrames[0].Frame.URL == "about:blank"
 	})
+}
+
+// A domain pattern that does not parse fails the session's Start, naming
+// the pattern, instead of silently matching nothing.
+func TestSecurityInvalidPatternFailsStart(t *testing.T) {
+	env := testbrowser.Start(t)
+	for _, c := range []struct {
+		name string
+		prof session.Profile
+		cfg  Config
+		want string
+	}{
+		{"profile allowed", session.Profile{AllowedDomains: []string{"example.com", "exa mple.com"}}, Config{}, `AllowedDomains[1]`},
+		{"profile prohibited", session.Profile{ProhibitedDomains: []string{"evil.test:http"}}, Config{}, `ProhibitedDomains[0]`},
+		{"configured policy", session.Profile{}, Config{Policy: &DomainPolicy{Prohibited: []string{"*.evil.test/path"}}}, `Prohibited[0]`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			prof := c.prof
+			prof.CDPURL = env.Browser.WebSocketURL()
+			s := session.New(prof, session.WithWatchdogs(New(c.cfg)))
+			err := s.Start(wdtest.Ctx(t))
+			if err == nil {
+				_ = s.Stop(wdtest.Ctx(t))
+				t.Fatal("Start succeeded with an invalid domain pattern")
+			}
+			var pe *PatternError
+			t.Logf("Start: %v", err)
+			if !errors.Is(err, urlmatch.ErrInvalidPattern) || !errors.As(err, &pe) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Start = %v, want a PatternError for %s wrapping urlmatch.ErrInvalidPattern", err, c.want)
+			}
+			if s.Running() {
+				t.Fatal("session running after a failed Start")
+			}
+		})
+	}
+}
+
+// gatedPolicy refuses URLs containing refuse once closed is set: a URL
+// that committed while allowed is then a tab on a refused URL of which the
+// commit watcher saw no event — what a lost Target.targetInfoChanged leaves.
+type gatedPolicy struct {
+	closed atomic.Bool
+	refuse string
+}
+
+func (g *gatedPolicy) CheckURL(_ context.Context, r URLRequest) error {
+	if g.closed.Load() && strings.Contains(r.URL, g.refuse) {
+		return &BlockedURLError{URL: r.URL, Kind: r.Kind, Reason: "closed after the fact"}
+	}
+	return nil
+}
+
+// The commit watcher's Resync re-checks every tab's current URL. An
+// overflow of the real connection's buffer cannot be forced from a test (the
+// session has no connection option), so the Resync function is called
+// directly with a tab that sits on a refused URL no event announced.
+func TestSecurityCommitResync(t *testing.T) {
+	gate := &gatedPolicy{refuse: "sec=resync-refused"}
+	h := start(t, session.Profile{}, gate)
+	refused := h.env.Server.URL1 + "/other.html?sec=resync-refused"
+	if _, err := h.navigate(refused); err != nil {
+		t.Fatal(err)
+	}
+	tab := h.s.FocusedTab()
+	res, err := bus.Call(h.ctx, h.s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: h.env.Server.URL1 + "/other.html?sec=resync-allowed", NewTab: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := res.TargetID
+	if other == "" || other == tab {
+		t.Fatalf("second tab %q (first %q)", other, tab)
+	}
+	gate.closed.Store(true)
+	if b := h.blocks(); len(b) != 0 {
+		t.Fatalf("reports before the resync: %+v", b)
+	}
+
+	h.w.resyncCommits(h.ctx, h.s.Conn())
+
+	e := h.waitBlock("sec=resync-refused")
+	if e.Details["target"] != tab || e.Details["kind"] != string(KindNavigate) || !strings.Contains(e.Details["action"], "about:blank") {
+		t.Fatalf("report %+v, want tab %s left for about:blank", e.Details, tab)
+	}
+	waitFor(t, "the tab left for about:blank", func() bool { return h.href(tab) == "about:blank" })
+	if href := h.href(other); !strings.Contains(href, "sec=resync-allowed") {
+		t.Fatalf("the allowed tab moved to %q", href)
+	}
+	if b := h.blocks(); len(b) != 1 {
+		t.Fatalf("reports %+v, want exactly one", b)
+	}
+}
+
+// The interception consumer's Resync re-checks the committed sub-frames
+// (the Page.frameNavigated events it may have lost); called directly, as
+// above, on a data: iframe that committed while the policy allowed it.
+func TestSecurityFrameResync(t *testing.T) {
+	gate := &gatedPolicy{refuse: "data:"}
+	h := start(t, session.Profile{}, gate)
+	if _, err := h.navigate(h.env.URL("/security-dataframe.html")); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := h.s.PageSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	frameURL := func() string {
+		tree, err := cdpproto.Call(h.ctx, cs, page.GetFrameTree, cdpproto.Empty{})
+		if err != nil || tree.FrameTree == nil || len(tree.FrameTree.ChildFrames) != 1 {
+			return ""
+		}
+		return tree.FrameTree.ChildFrames[0].Frame.URL
+	}
+	waitFor(t, "the data: frame", func() bool { return strings.HasPrefix(frameURL(), "data:") })
+	gate.closed.Store(true)
+
+	h.w.resyncTarget(h.ctx, &intercepted{sess: cs, kind: session.TargetPage, seen: map[fetch.RequestID]bool{}})
+
+	e := h.waitBlock("data:text/html")
+	if e.Details["kind"] != string(KindSubframe) {
+		t.Fatalf("kind %q, want subframe: %+v", e.Details["kind"], e.Details)
+	}
+	waitFor(t, "the data: frame replaced by about:blank", func() bool { return frameURL() == "about:blank" })
 }

@@ -1,4 +1,4 @@
-package watchdogs
+package storagestate
 
 import (
 	"context"
@@ -12,43 +12,28 @@ import (
 
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
 	"github.com/browseragent/browseragent/internal/testbrowser"
+	"github.com/browseragent/browseragent/internal/wdtest"
 	"github.com/browseragent/browseragent/session"
 )
 
-// storeLaunch starts a session that launches its own browser (a fresh
-// profile, so nothing leaks between sessions through the browser).
-func storeLaunch(t *testing.T, p session.Profile, ws ...session.Watchdog) (*session.Session, *popRecorder, context.Context) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	rec := &popRecorder{}
-	s := session.New(p, session.WithWatchdogs(append([]session.Watchdog{rec}, ws...)...))
-	if err := s.Start(ctx); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() {
-		sctx, c := context.WithTimeout(context.Background(), time.Minute)
-		defer c()
-		s.Stop(sctx)
-	})
-	return s, rec, ctx
-}
+func TestMain(m *testing.M) { testbrowser.Main(m) }
 
-func storeReadFile(t *testing.T, path string) storeFile {
+func readFileT(t *testing.T, path string) stateFile {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f storeFile
+	var f stateFile
 	if err := json.Unmarshal(data, &f); err != nil {
 		t.Fatalf("%s: %v\n%s", path, err, data)
 	}
 	return f
 }
 
-func storeCookieNamed(f storeFile, name string) *storeCookie {
+func cookieNamed(f stateFile, name string) *cookie {
 	for i := range f.Cookies {
 		if f.Cookies[i].Name == name {
 			return &f.Cookies[i]
@@ -62,8 +47,8 @@ func TestStorageStateRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 
 	// Session 1 sets state, saves on demand, then on Stop.
-	s1, rec1, ctx := storeLaunch(t, session.Profile{StorageStatePath: path}, NewStorageState(StorageStateConfig{}))
-	popNavigate(t, ctx, s1, env.URL("/storagestate-set.html"))
+	s1, rec1, ctx := wdtest.Launch(t, session.Profile{StorageStatePath: path}, New(Config{}))
+	wdtest.Navigate(t, ctx, s1, env.URL("/storagestate-set.html"))
 	res, err := bus.Call(ctx, s1.Bus(), events.SaveStorageState, events.SaveStorageStateEvent{})
 	if err != nil {
 		t.Fatalf("SaveStorageState: %v", err)
@@ -71,19 +56,16 @@ func TestStorageStateRoundTrip(t *testing.T) {
 	if res.Path != path || res.Cookies != 2 || res.Origins != 1 {
 		t.Fatalf("save result = %+v, want 2 cookies and 1 origin in %s", res, path)
 	}
-	popWaitEvent(t, rec1, 30*time.Second, func(e events.StorageStateSavedEvent) bool { return e.Cookies == 2 && e.Origins == 1 })
+	wdtest.WaitEvent(t, rec1, 30*time.Second, func(e events.StorageStateSavedEvent) bool { return e.Cookies == 2 && e.Origins == 1 })
 	if _, err := os.Stat(path + ".bak"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("first save left a .bak: %v", err)
 	}
-	cs, _ := s1.PageSession("")
-	if err := evaluate(ctx, cs, `localStorage.setItem("theme", "light"); true`, nil); err != nil {
-		t.Fatal(err)
-	}
+	wdtest.Eval(t, ctx, s1, `localStorage.setItem("theme", "light"); true`, nil)
 	if err := s1.Stop(ctx); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 
-	f := storeReadFile(t, path)
+	f := readFileT(t, path)
 	origin := env.Server.URL1
 	if len(f.Origins) != 1 || f.Origins[0].Origin != origin {
 		t.Fatalf("origins = %+v, want %s", f.Origins, origin)
@@ -95,14 +77,14 @@ func TestStorageStateRoundTrip(t *testing.T) {
 	if ls["token"] != "tok-123" || ls["theme"] != "light" {
 		t.Fatalf("localStorage saved = %v", ls)
 	}
-	if c := storeCookieNamed(f, "persist"); c == nil || c.Value != "p1" || c.Expires <= float64(time.Now().Unix()) || c.Domain != "127.0.0.1" || c.Path != "/" {
+	if c := cookieNamed(f, "persist"); c == nil || c.Value != "p1" || c.Expires <= float64(time.Now().Unix()) || c.Domain != "127.0.0.1" || c.Path != "/" {
 		t.Fatalf("persistent cookie saved as %+v", c)
 	}
-	if c := storeCookieNamed(f, "sessiononly"); c == nil || c.Expires != -1 {
+	if c := cookieNamed(f, "sessiononly"); c == nil || c.Expires != -1 {
 		t.Fatalf("session cookie saved as %+v, want expires -1", c)
 	}
 	// The save on Stop replaced the first file and kept it as .bak.
-	bak := storeReadFile(t, path+".bak")
+	bak := readFileT(t, path+".bak")
 	if len(bak.Origins) != 1 || !strings.Contains(mustJSON(t, bak), `"dark"`) {
 		t.Fatalf(".bak is not the previous file: %+v", bak)
 	}
@@ -114,33 +96,26 @@ func TestStorageStateRoundTrip(t *testing.T) {
 	}
 
 	// Session 2 in a fresh browser: the page's first script sees the state.
-	s2, rec2, ctx2 := storeLaunch(t, session.Profile{StorageStatePath: path}, NewStorageState(StorageStateConfig{NoSaveOnStop: true}))
-	popWaitEvent(t, rec2, 30*time.Second, func(e events.StorageStateLoadedEvent) bool {
+	s2, rec2, ctx2 := wdtest.Launch(t, session.Profile{StorageStatePath: path}, New(Config{NoSaveOnStop: true}))
+	wdtest.WaitEvent(t, rec2, 30*time.Second, func(e events.StorageStateLoadedEvent) bool {
 		return e.Path == path && e.Cookies == 2 && e.Origins == 1
 	})
-	popNavigate(t, ctx2, s2, env.URL("/storagestate-read.html"))
-	cs2, err := s2.PageSession("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	wdtest.Navigate(t, ctx2, s2, env.URL("/storagestate-read.html"))
 	var seen struct {
 		Cookie string `json:"cookie"`
 		Token  string `json:"token"`
 		Theme  string `json:"theme"`
 	}
-	if err := evaluate(ctx2, cs2, `window.seen`, &seen); err != nil {
-		t.Fatal(err)
-	}
+	wdtest.Eval(t, ctx2, s2, `window.seen`, &seen)
 	if !strings.Contains(seen.Cookie, "persist=p1") || !strings.Contains(seen.Cookie, "sessiononly=s1") || seen.Token != "tok-123" || seen.Theme != "light" {
 		t.Fatalf("page saw %+v before its own scripts", seen)
 	}
 	// The seed does not overwrite a value the page changed.
-	if err := evaluate(ctx2, cs2, `localStorage.setItem("theme", "blue"); true`, nil); err != nil {
-		t.Fatal(err)
-	}
-	popNavigate(t, ctx2, s2, env.URL("/storagestate-read.html"))
-	if err := evaluate(ctx2, cs2, `window.seen`, &seen); err != nil || seen.Theme != "blue" {
-		t.Fatalf("after reload the page saw %+v (%v), want its own theme blue", seen, err)
+	wdtest.Eval(t, ctx2, s2, `localStorage.setItem("theme", "blue"); true`, nil)
+	wdtest.Navigate(t, ctx2, s2, env.URL("/storagestate-read.html"))
+	wdtest.Eval(t, ctx2, s2, `window.seen`, &seen)
+	if seen.Theme != "blue" {
+		t.Fatalf("after reload the page saw %+v, want its own theme blue", seen)
 	}
 }
 
@@ -172,7 +147,7 @@ func TestStorageStateMalformedFileFailsStart(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), StorageStatePath: path},
-				session.WithWatchdogs(NewStorageState(StorageStateConfig{})))
+				session.WithWatchdogs(New(Config{})))
 			err := s.Start(ctx)
 			if err == nil {
 				s.Stop(ctx)
@@ -190,8 +165,8 @@ func TestStorageStateMalformedFileFailsStart(t *testing.T) {
 
 func TestStorageStateSaveKeepsMalformedFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
-	s, env, _, ctx := popConnect(t, session.Profile{StorageStatePath: path}, NewStorageState(StorageStateConfig{NoSaveOnStop: true}))
-	popNavigate(t, ctx, s, env.URL("/storagestate-set.html"))
+	s, env, _, ctx := wdtest.Connect(t, session.Profile{StorageStatePath: path}, New(Config{NoSaveOnStop: true}))
+	wdtest.Navigate(t, ctx, s, env.URL("/storagestate-set.html"))
 	const garbage = "{ this is not JSON"
 	if err := os.WriteFile(path, []byte(garbage), 0o600); err != nil {
 		t.Fatal(err)
@@ -203,7 +178,7 @@ func TestStorageStateSaveKeepsMalformedFile(t *testing.T) {
 	if got, _ := os.ReadFile(path); string(got) != garbage {
 		t.Fatalf("malformed file was overwritten with %q", got)
 	}
-	if tmp := storeReadFile(t, path+".tmp"); storeCookieNamed(tmp, "persist") == nil {
+	if tmp := readFileT(t, path+".tmp"); cookieNamed(tmp, "persist") == nil {
 		t.Fatalf("state not written to .tmp: %+v", tmp)
 	}
 }
@@ -212,36 +187,36 @@ func TestStorageStateMergeAndLoadEvent(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.json")
 	future := float64(time.Now().Add(24 * time.Hour).Unix())
-	old := storeFile{
-		Cookies: []storeCookie{
+	old := stateFile{
+		Cookies: []cookie{
 			{Name: "keep", Value: "file", Domain: "example.com", Path: "/", Expires: future},
 			{Name: "persist", Value: "stale", Domain: "127.0.0.1", Path: "/", Expires: future},
 			{Name: "gone", Value: "expired", Domain: "example.com", Path: "/", Expires: 1000},
 		},
-		Origins: []storeOrigin{{Origin: "https://example.com", LocalStorage: []storeItem{{Name: "a", Value: "1"}}}},
+		Origins: []origin{{Origin: "https://example.com", LocalStorage: []item{{Name: "a", Value: "1"}}}},
 	}
-	if err := os.WriteFile(path, storeNormalize(&old), 0o600); err != nil {
+	if err := os.WriteFile(path, normalize(&old), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, env, rec, ctx := popConnect(t, session.Profile{}, NewStorageState(StorageStateConfig{NoSaveOnStop: true}))
+	s, env, rec, ctx := wdtest.Connect(t, session.Profile{}, New(Config{NoSaveOnStop: true}))
 	// An explicit load at run time (no profile path).
 	res, err := bus.Call(ctx, s.Bus(), events.LoadStorageState, events.LoadStorageStateEvent{Path: path})
 	if err != nil || res.Cookies != 2 || res.Origins != 1 {
 		t.Fatalf("load = %+v, %v; want 2 unexpired cookies, 1 origin", res, err)
 	}
-	popWaitEvent(t, rec, 30*time.Second, func(e events.StorageStateLoadedEvent) bool { return e.Path == path && e.Cookies == 2 })
-	popNavigate(t, ctx, s, env.URL("/storagestate-set.html"))
+	wdtest.WaitEvent(t, rec, 30*time.Second, func(e events.StorageStateLoadedEvent) bool { return e.Path == path && e.Cookies == 2 })
+	wdtest.Navigate(t, ctx, s, env.URL("/storagestate-set.html"))
 	if _, err := bus.Call(ctx, s.Bus(), events.SaveStorageState, events.SaveStorageStateEvent{Path: path}); err != nil {
 		t.Fatal(err)
 	}
-	f := storeReadFile(t, path)
-	if c := storeCookieNamed(f, "keep"); c == nil || c.Value != "file" {
+	f := readFileT(t, path)
+	if c := cookieNamed(f, "keep"); c == nil || c.Value != "file" {
 		t.Errorf("file-only cookie lost: %+v", f.Cookies)
 	}
-	if c := storeCookieNamed(f, "persist"); c == nil || c.Value != "p1" {
+	if c := cookieNamed(f, "persist"); c == nil || c.Value != "p1" {
 		t.Errorf("browser did not win for persist: %+v", c)
 	}
-	if c := storeCookieNamed(f, "gone"); c != nil {
+	if c := cookieNamed(f, "gone"); c != nil {
 		t.Errorf("expired cookie kept: %+v", c)
 	}
 	origins := map[string]bool{}
@@ -254,5 +229,87 @@ func TestStorageStateMergeAndLoadEvent(t *testing.T) {
 	// A missing file named by the event is an error, not an empty load.
 	if _, err := bus.Call(ctx, s.Bus(), events.LoadStorageState, events.LoadStorageStateEvent{Path: filepath.Join(dir, "missing.json")}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("loading a missing file: %v", err)
+	}
+}
+
+// TestStorageStateSeedScript runs the seed script in a page: values that
+// look like code stay data, only the document's origin is seeded, a key
+// the page has is kept, and a later seed replaces what an earlier one set
+// in the same document unless the page changed it since.
+func TestStorageStateSeedScript(t *testing.T) {
+	if src, err := seedScript(map[string][]item{}); err != nil || src != "" {
+		t.Fatalf("empty seed = %q, %v; want no script", src, err)
+	}
+	env := testbrowser.Start(t)
+	pg := env.NewPage(t, "/form.html")
+	ctx := wdtest.Ctx(t)
+	var here string
+	if err := pagejs.Evaluate(ctx, pg.Session, "location.origin", &here); err != nil {
+		t.Fatal(err)
+	}
+	const hostile = "\"); throw new Error(\"spliced\"); (\"</script>\u2028\\"
+	keys := []string{"seed-test-hostile", "seed-test-kept", "seed-test-later", "seed-test-page"}
+	if err := pagejs.Evaluate(ctx, pg.Session, `(() => { for (const k of `+mustJSON(t, keys)+`) localStorage.removeItem(k); localStorage.setItem("seed-test-kept", "page's"); return true; })()`, nil); err != nil {
+		t.Fatal(err)
+	}
+	run := func(seed map[string][]item) {
+		t.Helper()
+		src, err := seedScript(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pagejs.Evaluate(ctx, pg.Session, src, nil); err != nil {
+			t.Fatalf("seed script: %v\n%s", err, src)
+		}
+	}
+	// read returns the keys' values, "<nil>" for a missing one.
+	read := func() map[string]string {
+		t.Helper()
+		got := map[string]*string{}
+		if err := pagejs.Evaluate(ctx, pg.Session, `(() => { const o = {}; for (const k of `+mustJSON(t, keys)+`) o[k] = localStorage.getItem(k); return o; })()`, &got); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, k := range keys {
+			out[k] = "<nil>"
+			if got[k] != nil {
+				out[k] = *got[k]
+			}
+		}
+		return out
+	}
+	run(map[string][]item{
+		here:                        {{"seed-test-hostile", hostile}, {"seed-test-kept", "seed"}, {"seed-test-later", "v1"}, {"seed-test-page", "v1"}},
+		"https://elsewhere.example": {{"seed-test-other", "x"}},
+	})
+	got := read()
+	if got["seed-test-hostile"] != hostile {
+		t.Fatalf("hostile value read back as %q", got["seed-test-hostile"])
+	}
+	if got["seed-test-kept"] != "page's" {
+		t.Fatalf("the page's own value was overwritten: %q", got["seed-test-kept"])
+	}
+	var other *string
+	if err := pagejs.Evaluate(ctx, pg.Session, `localStorage.getItem("seed-test-other")`, &other); err != nil || other != nil {
+		t.Fatalf("another origin's key was seeded here: %v, %v", other, err)
+	}
+	// The page changes one seeded key; a newer seed replaces only the other.
+	if err := pagejs.Evaluate(ctx, pg.Session, `localStorage.setItem("seed-test-page", "mine"), true`, nil); err != nil {
+		t.Fatal(err)
+	}
+	run(map[string][]item{here: {{"seed-test-later", "v2"}, {"seed-test-page", "v2"}}})
+	got = read()
+	if got["seed-test-later"] != "v2" || got["seed-test-page"] != "mine" {
+		t.Fatalf("after a newer seed: later=%q page=%q, want v2 and the page's mine", got["seed-test-later"], got["seed-test-page"])
+	}
+}
+
+func TestStorageStateNoPath(t *testing.T) {
+	s, _, _, ctx := wdtest.Connect(t, session.Profile{}, New(Config{NoSaveOnStop: true}))
+	if _, err := bus.Call(ctx, s.Bus(), events.SaveStorageState, events.SaveStorageStateEvent{}); !errors.Is(err, ErrNoPath) {
+		t.Errorf("save without a path: %v, want ErrNoPath", err)
+	}
+	if _, err := bus.Call(ctx, s.Bus(), events.LoadStorageState, events.LoadStorageStateEvent{}); !errors.Is(err, ErrNoPath) {
+		t.Errorf("load without a path: %v, want ErrNoPath", err)
 	}
 }
