@@ -3,12 +3,11 @@
 // them under the batch fences, record the step, repeat until the model calls
 // done, the step budget runs out, or failures pile up.
 //
-// The agent never speaks CDP for browser actions: each action dispatches an
-// event (events.ClickElement, events.TypeText, ...) on the session's bus and
-// reads the typed result, whose ActionOutcome verdict reaches the model. The
-// two things the event catalog lacks, running page JavaScript and reading the
-// page's text, are the agent's own events (Evaluate, PageText), whose handlers
-// it registers on the session bus when a run starts.
+// The agent never speaks CDP: it drives a Browser (a *session.Session, or
+// anything with a bus) by dispatching catalog events (events.ClickElement,
+// events.TypeText, events.Evaluate, events.PageText, ...) and reading the
+// typed results, whose ActionOutcome verdict reaches the model — also when
+// the action failed, since a failed handler's result travels with its error.
 //
 // See docs/agent.md for the loop, the prompt layout, the actions, the fences
 // and how to add an action.
@@ -30,16 +29,18 @@ import (
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
-	"github.com/browseragent/browseragent/session"
 )
 
 // Errors of Run.
 var (
 	// ErrRunning: Run or AddTask was called while a Run is in progress.
 	ErrRunning = errors.New("agent: already running")
-	// ErrNoModel / ErrNoSession: New was given nil.
+	// ErrNoModel / ErrNoBrowser: New was given nil.
 	ErrNoModel   = errors.New("agent: no model")
-	ErrNoSession = errors.New("agent: no session")
+	ErrNoBrowser = errors.New("agent: no browser")
+	// ErrNotStarted: Run was called on a browser that has no bus (a session
+	// not started, or stopped).
+	ErrNotStarted = errors.New("agent: the browser is not started")
 	// ErrMaxSteps is recorded in Result.Errors when the budget ran out.
 	ErrMaxSteps = errors.New("agent: failed to complete the task in the maximum number of steps")
 	// ErrTooManyFailures is recorded when the run stopped after
@@ -78,14 +79,14 @@ type Result struct {
 type Agent struct {
 	set     Settings
 	model   llm.Model
-	sess    *session.Session
+	browser Browser
 	tools   *Registry
 	secrets *secrets
 	fs      *FileSystem
 	runDir  string
 	exclude map[string]bool
 	doneAlt *ActionSpec // structured done, when OutputSchema is set
-	outSch  map[string]any
+	outSch  json.RawMessage
 	log     *zap.Logger
 
 	mu      sync.Mutex
@@ -94,6 +95,7 @@ type Agent struct {
 	history History
 
 	// Owned by the Run goroutine.
+	curStep   int // the step in progress (for model-call reports)
 	nextStep  int
 	failures  int
 	readState []string
@@ -102,14 +104,15 @@ type Agent struct {
 	started   bool
 }
 
-// New returns an agent for task, driving model over sess (which the caller
-// starts and stops). It creates the run directory and the file system.
-func New(task string, model llm.Model, sess *session.Session, set Settings) (*Agent, error) {
+// New returns an agent for task, driving model over b (a *session.Session,
+// which the caller starts and stops). It creates the run directory and the
+// file system.
+func New(task string, model llm.Model, b Browser, set Settings) (*Agent, error) {
 	if model == nil {
 		return nil, ErrNoModel
 	}
-	if sess == nil {
-		return nil, ErrNoSession
+	if b == nil {
+		return nil, ErrNoBrowser
 	}
 	if strings.TrimSpace(task) == "" {
 		return nil, fmt.Errorf("%w: empty task", ErrSettings)
@@ -118,7 +121,7 @@ func New(task string, model llm.Model, sess *session.Session, set Settings) (*Ag
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{set: set, model: model, sess: sess, log: set.Logger, exclude: map[string]bool{}}
+	a := &Agent{set: set, model: model, browser: b, log: set.Logger, exclude: map[string]bool{}}
 	a.tools = set.Tools
 	if a.tools == nil {
 		a.tools = DefaultRegistry()
@@ -131,6 +134,10 @@ func New(task string, model llm.Model, sess *session.Session, set Settings) (*Ag
 	}
 	if set.ExtractModel == nil {
 		a.set.ExtractModel = model
+	}
+	if len(a.set.Observers) > 0 {
+		a.model = &observedModel{inner: model, a: a, purpose: "step"}
+		a.set.ExtractModel = &observedModel{inner: a.set.ExtractModel, a: a, purpose: "extract"}
 	}
 	if len(set.OutputSchema) > 0 {
 		spec, sch, err := structuredDone(set.OutputSchema)
@@ -199,7 +206,7 @@ func (a *Agent) AddTask(task string) error {
 // history so far is in RunDir/history.json. It returns the Result;
 // the error is non-nil only when the run could not proceed (ctx cancelled,
 // session not started): the Result then holds what happened so far.
-func (a *Agent) Run(ctx context.Context) (*Result, error) {
+func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
 	a.mu.Lock()
 	if a.running {
 		a.mu.Unlock()
@@ -214,13 +221,19 @@ func (a *Agent) Run(ctx context.Context) (*Result, error) {
 	}()
 
 	res := &Result{}
+	for _, o := range a.set.Observers {
+		o.RunStarted(ctx, RunInfo{Task: a.tasks[0], Tasks: append([]string(nil), a.tasks...), Model: a.model.Name(), Started: a.set.Now()})
+	}
 	defer func() {
 		if err := a.History().Save(filepath.Join(a.runDir, "history.json")); err != nil {
 			res.Errors = append(res.Errors, err.Error())
 		}
+		for _, o := range a.set.Observers {
+			o.RunEnded(ctx, res, runErr)
+		}
 	}()
-	if err := registerPageHandlers(a.sess); err != nil {
-		return res, fmt.Errorf("agent: %w", err)
+	if a.browser.Bus() == nil {
+		return res, ErrNotStarted
 	}
 	if !a.started {
 		a.started = true
@@ -310,14 +323,12 @@ func (a *Agent) judge(ctx context.Context, res *Result) {
 func (a *Agent) initialStep(ctx context.Context, calls []ActionCall) HistoryItem {
 	n := a.nextStep
 	a.nextStep++
-	if f := a.set.OnStepStart; f != nil {
-		f(ctx, n)
-	}
+	a.stepStarted(ctx, n)
 	item := HistoryItem{Step: n, StartedAt: a.set.Now()}
 	sctx, cancel := context.WithTimeout(ctx, a.set.StepTimeout)
 	defer cancel()
-	st := events.BrowserState{FocusedTarget: a.sess.FocusedTab()}
-	for _, t := range a.sess.Tabs() {
+	st := events.BrowserState{FocusedTarget: a.browser.FocusedTab()}
+	for _, t := range a.browser.Tabs() {
 		if t.TargetID == st.FocusedTarget {
 			st.URL = t.URL
 		}
@@ -373,16 +384,14 @@ func (a *Agent) offered(url string, doneOnly bool) []ActionSpec {
 func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *ActionResult) {
 	n := a.nextStep
 	a.nextStep++
-	if f := a.set.OnStepStart; f != nil {
-		f(ctx, n)
-	}
+	a.stepStarted(ctx, n)
 	item := HistoryItem{Step: n, StartedAt: a.set.Now()}
 	sctx, cancel := context.WithTimeout(ctx, a.set.StepTimeout)
 	defer cancel()
 
 	shot := a.set.Vision == VisionOn || (a.set.Vision == VisionAuto && a.wantShot)
 	a.wantShot = false
-	st, err := bus.Call(sctx, a.sess.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: shot})
+	st, err := bus.Call(sctx, a.browser.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: shot})
 	if err != nil {
 		item.Error = a.secrets.scrub(fmt.Sprintf("could not observe the page: %v", err))
 		a.finishTimeout(ctx, sctx, &item, nil)
@@ -498,8 +507,22 @@ func (a *Agent) finish(ctx context.Context, item *HistoryItem) {
 	a.mu.Lock()
 	a.history.Items = append(a.history.Items, *item)
 	a.mu.Unlock()
+	for _, o := range a.set.Observers {
+		o.StepEnded(ctx, *item)
+	}
 	if f := a.set.OnStepEnd; f != nil {
 		f(ctx, *item)
+	}
+}
+
+// stepStarted tells the observers and OnStepStart that step n begins.
+func (a *Agent) stepStarted(ctx context.Context, n int) {
+	a.curStep = n
+	for _, o := range a.set.Observers {
+		o.StepStarted(ctx, n)
+	}
+	if f := a.set.OnStepStart; f != nil {
+		f(ctx, n)
 	}
 }
 
@@ -552,21 +575,18 @@ func (a *Agent) ask(ctx context.Context, msgs []llm.Message, offered []ActionSpe
 }
 
 // structuredDone builds the done action whose data follows the caller's
-// output schema.
-func structuredDone(schema json.RawMessage) (*ActionSpec, map[string]any, error) {
-	var data map[string]any
-	if err := json.Unmarshal(schema, &data); err != nil {
+// output schema, kept in the caller's key order.
+func structuredDone(schema json.RawMessage) (*ActionSpec, json.RawMessage, error) {
+	data, err := normalizeSchema(schema)
+	if err != nil {
 		return nil, nil, fmt.Errorf("%w: OutputSchema: %v", ErrSettings, err)
 	}
-	params := normalizeSchema(map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"success": map[string]any{"type": "boolean", "description": "true only if the task is complete and verified"},
-			"data":    data,
-		},
-		"required":             []string{"success", "data"},
-		"additionalProperties": false,
-	})
+	params, err := normalizeSchema(json.RawMessage(`{"type":"object","properties":{` +
+		`"success":{"type":"boolean","description":"true only if the task is complete and verified"},` +
+		`"data":` + string(data) + `},"required":["success","data"],"additionalProperties":false}`))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: OutputSchema: %v", ErrSettings, err)
+	}
 	spec := &ActionSpec{
 		Name:        "done",
 		Description: "Finish the task with the structured answer in data (it must follow the schema). Must be the only action of its step.",
@@ -580,15 +600,11 @@ func structuredDone(schema json.RawMessage) (*ActionSpec, map[string]any, error)
 			if err := decodeParams(raw, &p); err != nil {
 				return ActionResult{}, err
 			}
-			if err := validateValueRaw(data, p.Data); err != nil {
+			if err := ValidateJSON(data, p.Data); err != nil {
 				return ActionResult{}, fmt.Errorf("done: data does not follow the output schema: %w", err)
 			}
 			return ActionResult{Done: true, Success: p.Success, Data: p.Data, Text: string(p.Data)}, nil
 		},
 	}
 	return spec, data, nil
-}
-
-func validateValueRaw(schema map[string]any, raw json.RawMessage) error {
-	return ValidateJSON(normalizeSchema(schema), raw)
 }

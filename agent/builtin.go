@@ -135,7 +135,7 @@ func DefaultRegistry() *Registry {
 		return ac.navigate(ctx, u, false)
 	}, WithRisk(RiskNavigate), Terminating()))
 	must(Register(r, "go_back", "Go back to the previous page of this tab.", func(ctx context.Context, ac *ActionContext, _ NoParams) (ActionResult, error) {
-		res, err := bus.Call(ctx, ac.Session.Bus(), events.GoBack, events.GoBackEvent{})
+		res, err := bus.Call(ctx, ac.Browser.Bus(), events.GoBack, events.GoBackEvent{})
 		return outcomeResult("Went back", res.Outcome), err
 	}, WithRisk(RiskNavigate), Terminating()))
 	must(Register(r, "wait", "Wait for the page (loading, animations).", func(ctx context.Context, ac *ActionContext, p WaitParams) (ActionResult, error) {
@@ -144,14 +144,14 @@ func DefaultRegistry() *Registry {
 			d = time.Duration(p.Seconds) * time.Second
 		}
 		d = min(d, DefaultWaitActionMaxWait)
-		_, err := bus.Call(ctx, ac.Session.Bus(), events.Wait, events.WaitEvent{Duration: d, Max: DefaultWaitActionMaxWait}, bus.WithTimeout(d+10*time.Second))
+		_, err := bus.Call(ctx, ac.Browser.Bus(), events.Wait, events.WaitEvent{Duration: d, Max: DefaultWaitActionMaxWait}, bus.WithTimeout(d+10*time.Second))
 		if err != nil {
 			return ActionResult{}, err
 		}
 		return ActionResult{Text: fmt.Sprintf("Waited %s.", d)}, nil
 	}, WithRisk(RiskRead)))
 	must(Register(r, "click", "Click an element by index.", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
-		res, err := bus.Call(ctx, ac.Session.Bus(), events.ClickElement, events.ClickElementEvent{Target: events.Target{Index: p.Index}})
+		res, err := bus.Call(ctx, ac.Browser.Bus(), events.ClickElement, events.ClickElementEvent{Target: events.Target{Index: p.Index}})
 		return outcomeResult(fmt.Sprintf("Clicked element %d", p.Index), res.Outcome), err
 	}, WithRisk(RiskSubmit), TargetsElement()))
 	must(Register(r, "input", "Type text into an input element by index.", func(ctx context.Context, ac *ActionContext, p InputParams) (ActionResult, error) {
@@ -160,7 +160,7 @@ func DefaultRegistry() *Registry {
 			return ActionResult{}, err
 		}
 		clear := p.Clear == nil || *p.Clear
-		res, err := bus.Call(ctx, ac.Session.Bus(), events.TypeText, events.TypeTextEvent{Target: events.Target{Index: p.Index}, Text: text, Clear: clear, Sensitive: key != "", SensitiveKey: key})
+		res, err := bus.Call(ctx, ac.Browser.Bus(), events.TypeText, events.TypeTextEvent{Target: events.Target{Index: p.Index}, Text: text, Clear: clear, Sensitive: key != "", SensitiveKey: key})
 		what := fmt.Sprintf("Typed %q into element %d", p.Text, p.Index)
 		if key != "" {
 			what = fmt.Sprintf("Typed the secret %s into element %d", key, p.Index)
@@ -176,11 +176,11 @@ func DefaultRegistry() *Registry {
 		if err != nil {
 			return ActionResult{}, err
 		}
-		res, err := bus.Call(ctx, ac.Session.Bus(), events.UploadFile, events.UploadFileEvent{Target: events.Target{Index: p.Index}, Paths: []string{path}})
+		res, err := bus.Call(ctx, ac.Browser.Bus(), events.UploadFile, events.UploadFileEvent{Target: events.Target{Index: p.Index}, Paths: []string{path}})
 		return outcomeResult(fmt.Sprintf("Uploaded %s to element %d", filepath.Base(path), p.Index), res.Outcome), err
 	}, WithRisk(RiskUpload), TargetsElement()))
 	must(Register(r, "switch_tab", "Switch to another tab by its 4-character id.", func(ctx context.Context, ac *ActionContext, p TabParams) (ActionResult, error) {
-		id, err := ac.Session.ResolveTab(p.TabID)
+		id, err := ac.Browser.ResolveTab(p.TabID)
 		if err != nil {
 			return ActionResult{}, fmt.Errorf("no tab %q: %w", p.TabID, err)
 		}
@@ -191,11 +191,11 @@ func DefaultRegistry() *Registry {
 		return ActionResult{Text: fmt.Sprintf("Switched to tab %s (%s).", shortTab(sw.TargetID), sw.URL)}, nil
 	}, WithRisk(RiskNavigate), Terminating()))
 	must(Register(r, "close_tab", "Close a tab by its 4-character id.", func(ctx context.Context, ac *ActionContext, p TabParams) (ActionResult, error) {
-		id, err := ac.Session.ResolveTab(p.TabID)
+		id, err := ac.Browser.ResolveTab(p.TabID)
 		if err != nil {
 			return ActionResult{}, fmt.Errorf("no tab %q: %w", p.TabID, err)
 		}
-		if _, err := bus.Call(ctx, ac.Session.Bus(), events.CloseTab, events.CloseTabEvent{TargetID: id}); err != nil {
+		if _, err := bus.Call(ctx, ac.Browser.Bus(), events.CloseTab, events.CloseTabEvent{TargetID: id}); err != nil {
 			return ActionResult{}, err
 		}
 		return ActionResult{Text: fmt.Sprintf("Closed tab %s.", shortTab(id))}, nil
@@ -220,7 +220,7 @@ func DefaultRegistry() *Registry {
 		if p.Index != nil {
 			idx = *p.Index
 		}
-		res, err := bus.Call(ctx, ac.Session.Bus(), events.Scroll, events.ScrollEvent{Target: events.Target{Index: idx}, Direction: dir, Amount: int(pages * float64(vh))})
+		res, err := bus.Call(ctx, ac.Browser.Bus(), events.Scroll, events.ScrollEvent{Target: events.Target{Index: idx}, Direction: dir, Amount: int(pages * float64(vh))})
 		what := fmt.Sprintf("Scrolled %s %.1f pages", word, pages)
 		if idx > 0 {
 			what += fmt.Sprintf(" in element %d", idx)
@@ -228,15 +228,15 @@ func DefaultRegistry() *Registry {
 		return outcomeResult(what, res.Outcome), err
 	}, WithRisk(RiskRead), TargetsElement()))
 	must(Register(r, "send_keys", "Press keys or key combinations in the focused element.", func(ctx context.Context, ac *ActionContext, p KeysParams) (ActionResult, error) {
-		res, err := bus.Call(ctx, ac.Session.Bus(), events.SendKeys, events.SendKeysEvent{Keys: p.Keys})
+		res, err := bus.Call(ctx, ac.Browser.Bus(), events.SendKeys, events.SendKeysEvent{Keys: p.Keys})
 		return outcomeResult(fmt.Sprintf("Sent keys %q", p.Keys), res.Outcome), err
 	}, WithRisk(RiskSubmit)))
 	must(Register(r, "find_text", "Scroll to a text on the page.", func(ctx context.Context, ac *ActionContext, p TextParams) (ActionResult, error) {
-		res, err := bus.Call(ctx, ac.Session.Bus(), events.ScrollToText, events.ScrollToTextEvent{Text: p.Text})
+		res, err := bus.Call(ctx, ac.Browser.Bus(), events.ScrollToText, events.ScrollToTextEvent{Text: p.Text})
 		return outcomeResult(fmt.Sprintf("Scrolled to %q", p.Text), res.Outcome), err
 	}, WithRisk(RiskRead)))
 	must(Register(r, "dropdown_options", "List the options of a dropdown (<select> or listbox).", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
-		res, err := bus.Call(ctx, ac.Session.Bus(), events.GetDropdownOptions, events.GetDropdownOptionsEvent{Target: events.Target{Index: p.Index}})
+		res, err := bus.Call(ctx, ac.Browser.Bus(), events.GetDropdownOptions, events.GetDropdownOptionsEvent{Target: events.Target{Index: p.Index}})
 		if err != nil {
 			return ActionResult{}, err
 		}
@@ -251,17 +251,17 @@ func DefaultRegistry() *Registry {
 		return ActionResult{Text: fmt.Sprintf("Element %d has %d options (listed in read_state).", p.Index, len(res.Options)), ReadOnce: b.String()}, nil
 	}, WithRisk(RiskRead), TargetsElement()))
 	must(Register(r, "select_dropdown", "Select a dropdown option by its text; on a multi-select it adds to the selection.", func(ctx context.Context, ac *ActionContext, p SelectParams) (ActionResult, error) {
-		res, err := bus.Call(ctx, ac.Session.Bus(), events.SelectDropdownOption, events.SelectDropdownOptionEvent{Target: events.Target{Index: p.Index}, Text: p.Text})
+		res, err := bus.Call(ctx, ac.Browser.Bus(), events.SelectDropdownOption, events.SelectDropdownOptionEvent{Target: events.Target{Index: p.Index}, Text: p.Text})
 		return outcomeResult(fmt.Sprintf("Selected %q in element %d", res.Selected.Text, p.Index), res.Outcome), err
 	}, WithRisk(RiskInput), TargetsElement()))
 	must(Register(r, "hover", "Move the mouse over an element (menus that open on hover).", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
-		res, err := bus.Call(ctx, ac.Session.Bus(), events.Hover, events.HoverEvent{Target: events.Target{Index: p.Index}})
+		res, err := bus.Call(ctx, ac.Browser.Bus(), events.Hover, events.HoverEvent{Target: events.Target{Index: p.Index}})
 		return outcomeResult(fmt.Sprintf("Hovered element %d", p.Index), res.Outcome), err
 	}, WithRisk(RiskRead), TargetsElement()))
 	must(Register(r, "evaluate", "Run a JavaScript expression in the page and return its JSON value (last resort; it ends the batch).", func(ctx context.Context, ac *ActionContext, p EvaluateParams) (ActionResult, error) {
-		res, err := bus.Call(ctx, ac.Session.Bus(), Evaluate, EvaluateEvent{Code: p.Code})
+		res, err := bus.Call(ctx, ac.Browser.Bus(), events.Evaluate, events.EvaluateEvent{Code: p.Code, MaxResultBytes: DefaultEvaluateResultCap})
 		if err != nil {
-			return ActionResult{}, err
+			return outcomeResult("Evaluated", res.Outcome), err
 		}
 		r := outcomeResult("Evaluated", res.Outcome)
 		v := res.Value
@@ -283,7 +283,7 @@ func DefaultRegistry() *Registry {
 			if !strings.HasSuffix(strings.ToLower(name), ".png") || strings.ContainsAny(name, `/\`) || strings.Contains(name, "..") || !fileNameRE.MatchString(name) {
 				return ActionResult{}, fmt.Errorf("%w: %q (a plain name ending in .png)", ErrFileName, name)
 			}
-			shot, err := bus.Call(ctx, ac.Session.Bus(), events.Screenshot, events.ScreenshotEvent{})
+			shot, err := bus.Call(ctx, ac.Browser.Bus(), events.Screenshot, events.ScreenshotEvent{})
 			if err != nil {
 				return ActionResult{}, err
 			}
@@ -343,8 +343,8 @@ func outcomeResult(what string, o events.ActionOutcome) ActionResult {
 
 // currentURL is the focused tab's URL as the session knows it now.
 func (ac *ActionContext) currentURL() string {
-	ft := ac.Session.FocusedTab()
-	for _, t := range ac.Session.Tabs() {
+	ft := ac.Browser.FocusedTab()
+	for _, t := range ac.Browser.Tabs() {
 		if t.TargetID == ft {
 			return t.URL
 		}
@@ -356,7 +356,7 @@ func (ac *ActionContext) currentURL() string {
 }
 
 func (ac *ActionContext) navigate(ctx context.Context, u string, newTab bool) (ActionResult, error) {
-	res, err := bus.Call(ctx, ac.Session.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: u, NewTab: newTab})
+	res, err := bus.Call(ctx, ac.Browser.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: u, NewTab: newTab})
 	if err != nil {
 		return ActionResult{}, err
 	}
@@ -380,7 +380,7 @@ func (ac *ActionContext) uploadPath(p string) (string, error) {
 
 // extract reads the page's text fresh and asks the extraction model.
 func (ac *ActionContext) extract(ctx context.Context, p ExtractParams) (ActionResult, error) {
-	pt, err := bus.Call(ctx, ac.Session.Bus(), PageText, PageTextEvent{})
+	pt, err := bus.Call(ctx, ac.Browser.Bus(), events.PageText, events.PageTextEvent{})
 	if err != nil {
 		return ActionResult{}, err
 	}
@@ -425,5 +425,5 @@ func (ac *ActionContext) extract(ctx context.Context, p ExtractParams) (ActionRe
 
 // switchTab focuses a tab through the bus.
 func (a *Agent) switchTab(ctx context.Context, id string) (events.SwitchTabResult, error) {
-	return bus.Call(ctx, a.sess.Bus(), events.SwitchTab, events.SwitchTabEvent{TargetID: id})
+	return bus.Call(ctx, a.browser.Bus(), events.SwitchTab, events.SwitchTabEvent{TargetID: id})
 }

@@ -106,7 +106,7 @@ func (a *Agent) messages(st *events.BrowserState, n, i int, offered []ActionSpec
 	}
 	b.WriteString("<available_actions>\n")
 	for _, s := range offered {
-		params, _ := json.Marshal(s.Params["properties"])
+		params := schemaProperties(s.Params)
 		fmt.Fprintf(&b, "%s: %s params=%s\n", s.Name, s.Description, params)
 	}
 	b.WriteString("</available_actions>\n")
@@ -179,7 +179,7 @@ func stepText(it HistoryItem) string {
 		}
 		fmt.Fprintf(&b, "Action %d/%d %s%s: ", j+1, max(total, len(it.Actions)), r.Name, params)
 		if r.Error != "" {
-			fmt.Fprintf(&b, "ERROR: %s\n", errorText(r.Error))
+			fmt.Fprintf(&b, "ERROR: %s%s\n", errorText(r.Error), failedEffect(r.Result.Outcome))
 		} else {
 			fmt.Fprintf(&b, "%s\n", shorten(r.Result.Text, 1000))
 		}
@@ -192,6 +192,22 @@ func stepText(it HistoryItem) string {
 	}
 	fmt.Fprintf(&b, "</step_%d>\n", it.Step)
 	return b.String()
+}
+
+// failedEffect says what a failed action still did to the page, from its
+// evidence: the model must not assume a failure changed nothing.
+func failedEffect(o *events.ActionOutcome) string {
+	switch {
+	case o == nil || o.After.URL == "":
+		return ""
+	case o.After.URL != o.Before.URL:
+		return " (the page is now " + o.After.URL + ")"
+	case o.After.TabCount > o.Before.TabCount:
+		return " (a new tab opened)"
+	case o.After.Fingerprint != o.Before.Fingerprint:
+		return " (the page changed nevertheless)"
+	}
+	return ""
 }
 
 // errorText keeps long errors readable: head and tail.

@@ -30,7 +30,7 @@ import (
 // Every stop that leaves actions unrun adds a note, shown to the model on
 // the next step, naming what ran and what was dropped and why.
 func (a *Agent) multiAct(ctx context.Context, st *events.BrowserState, calls []ActionCall, item *HistoryItem, step int) {
-	wait := a.sess.Profile().WaitBetweenActions
+	wait := a.set.WaitBetweenActions
 	for i, c := range calls {
 		if ctx.Err() != nil {
 			return
@@ -74,7 +74,7 @@ func (a *Agent) multiAct(ctx context.Context, st *events.BrowserState, calls []A
 			a.dropNote(item, calls, i+1, fmt.Sprintf("action %d (%s) was denied", i+1, c.Name))
 			return
 		}
-		ac := &ActionContext{Session: a.sess, FileSystem: a.fs, ExtractModel: a.set.ExtractModel, BrowserState: st, Logger: a.log, RunDir: a.runDir, agent: a}
+		ac := &ActionContext{Browser: a.browser, FileSystem: a.fs, ExtractModel: a.set.ExtractModel, BrowserState: st, Logger: a.log, RunDir: a.runDir, agent: a}
 		start := time.Now()
 		res, err := a.runAction(ctx, spec, ac, c.Params)
 		rec.Duration = time.Since(start)
@@ -112,6 +112,9 @@ func (a *Agent) multiAct(ctx context.Context, st *events.BrowserState, calls []A
 			// chosen on the old page.
 			if sw, err := a.switchTab(ctx, res.Outcome.NewTabs[0]); err == nil {
 				item.Actions[len(item.Actions)-1].Result.Text += fmt.Sprintf(" Switched to the new tab %s (%s).", shortTab(sw.TargetID), sw.URL)
+			} else {
+				// The model must not believe it is on the new tab.
+				item.Actions[len(item.Actions)-1].Result.Text += a.secrets.scrub(fmt.Sprintf(" Could not switch to the new tab %s: %v; still on the previous tab.", shortTab(res.Outcome.NewTabs[0]), errText(err)))
 			}
 			if !last {
 				a.dropNote(item, calls, i+1, fmt.Sprintf("action %d (%s) opened a new tab", i+1, c.Name))
@@ -129,7 +132,7 @@ func (a *Agent) multiAct(ctx context.Context, st *events.BrowserState, calls []A
 			a.dropNote(item, calls, i+1, fmt.Sprintf("action %d (%s) navigated to %s", i+1, c.Name, res.Outcome.After.URL))
 			return
 		}
-		if ft := a.sess.FocusedTab(); st.FocusedTarget != "" && ft != st.FocusedTarget {
+		if ft := a.browser.FocusedTab(); st.FocusedTarget != "" && ft != st.FocusedTarget {
 			a.dropNote(item, calls, i+1, fmt.Sprintf("the focused tab changed after action %d (%s)", i+1, c.Name))
 			return
 		}
@@ -140,13 +143,13 @@ func (a *Agent) multiAct(ctx context.Context, st *events.BrowserState, calls []A
 // stop because the page is no longer the one observed. It returns the
 // reason, or "".
 func (a *Agent) fence(ctx context.Context, st *events.BrowserState, spec ActionSpec, c ActionCall, prevN int, prev ActionRecord) string {
-	if ft := a.sess.FocusedTab(); st.FocusedTarget != "" && ft != st.FocusedTarget {
+	if ft := a.browser.FocusedTab(); st.FocusedTarget != "" && ft != st.FocusedTarget {
 		return "the focused tab changed"
 	}
 	if !spec.TargetsIndex || paramIndex(c.Params) <= 0 || st.Fingerprint == "" {
 		return ""
 	}
-	fp, err := a.sess.Fingerprint(ctx, "")
+	fp, err := a.browser.Fingerprint(ctx, "")
 	if err != nil {
 		return fmt.Sprintf("the page could not be checked before %s (%v)", c.Name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/browseragent/browseragent/agent/internal/schemax"
 	"github.com/browseragent/browseragent/agent/llm"
 )
 
@@ -163,37 +164,75 @@ func specNames(specs []ActionSpec) []string {
 	return out
 }
 
-// outputSchema builds the reply schema for the offered actions.
+// outputSchema builds the reply schema for the offered actions. Its key
+// order is the order the model writes in: it reasons (thinking, evaluation,
+// memory, next_goal) before it picks actions, and each action's parameters
+// keep the order of its Params.
 func outputSchema(offered []ActionSpec, maxActions int) *llm.Schema {
-	var alts []any
+	alts := make([]any, 0, len(offered))
 	for _, s := range offered {
-		p := map[string]any{}
-		for k, v := range s.Params {
-			p[k] = v
-		}
-		if s.Description != "" {
-			p["description"] = s.Description
-		}
-		alts = append(alts, map[string]any{
-			"type":                 "object",
-			"properties":           map[string]any{s.Name: p},
-			"required":             []string{s.Name},
-			"additionalProperties": false,
-		})
+		props := schemax.NewObject()
+		props.Set(s.Name, actionSchema(s))
+		alt := schemax.NewObject()
+		alt.Set("type", "object")
+		alt.Set("properties", props)
+		alt.Set("required", []string{s.Name})
+		alt.Set("additionalProperties", false)
+		alts = append(alts, alt)
 	}
-	actions := map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"anyOf": alts}}
+	items := schemax.NewObject()
+	items.Set("anyOf", alts)
+	actions := schemax.NewObject()
+	actions.Set("type", "array")
+	actions.Set("minItems", 1)
 	if maxActions > 0 {
-		actions["maxItems"] = maxActions
+		actions.Set("maxItems", maxActions)
 	}
-	ab, _ := json.Marshal(actions)
-	// Written by hand to keep the property order: with constrained decoding
-	// the model writes properties in schema order, and it must reason
-	// (thinking, evaluation, memory, next_goal) before it picks actions.
-	str := `{"type":"string"}`
-	b := []byte(`{"type":"object","properties":{"thinking":` + str + `,"evaluation_previous_goal":` + str +
-		`,"memory":` + str + `,"next_goal":` + str + `,"action":` + string(ab) +
-		`},"required":["thinking","evaluation_previous_goal","memory","next_goal","action"],"additionalProperties":false}`)
+	actions.Set("items", items)
+
+	required := []string{"thinking", "evaluation_previous_goal", "memory", "next_goal", "action"}
+	props := schemax.NewObject()
+	for _, k := range required[:4] {
+		str := schemax.NewObject()
+		str.Set("type", "string")
+		props.Set(k, str)
+	}
+	props.Set("action", actions)
+	root := schemax.NewObject()
+	root.Set("type", "object")
+	root.Set("properties", props)
+	root.Set("required", required)
+	root.Set("additionalProperties", false)
+	b, _ := json.Marshal(root) // only strings, numbers, bools and Objects: cannot fail
 	return &llm.Schema{Name: "agent_output", Description: "The agent's reasoning and next actions", JSON: b}
+}
+
+// actionSchema is s.Params with s.Description set right after "type", so
+// that the model reads what the action does before its parameters.
+func actionSchema(s ActionSpec) *schemax.Object {
+	p, err := parseSchema(s.Params)
+	if err != nil {
+		// Only a spec that bypassed Registry.Add (empty or broken Params)
+		// gets here; it is offered without parameters.
+		p, _ = parseSchema(json.RawMessage(noParams))
+	}
+	if s.Description == "" {
+		return p
+	}
+	if _, ok := p.Get("description"); ok {
+		p.Set("description", s.Description)
+		return p
+	}
+	out := schemax.NewObject()
+	for _, k := range p.Keys() {
+		v, _ := p.Get(k)
+		out.Set(k, v)
+		if k == "type" {
+			out.Set("description", s.Description)
+		}
+	}
+	out.Set("description", s.Description) // in place, or last without "type"
+	return out
 }
 
 func shorten(s string, n int) string {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/events"
-	"github.com/browseragent/browseragent/session"
 )
 
 // Risk classifies what an action may do, for approval policies.
@@ -65,8 +64,9 @@ type ActionResult struct {
 // ActionContext is what an action gets to do its work. It is valid for the
 // duration of one action call.
 type ActionContext struct {
-	// Session is the browser session; actions dispatch events on Session.Bus().
-	Session *session.Session
+	// Browser is the browser the agent drives; actions dispatch events on
+	// Browser.Bus().
+	Browser Browser
 	// FileSystem is the agent's file area.
 	FileSystem *FileSystem
 	// ExtractModel answers extraction queries (Settings.ExtractModel).
@@ -91,8 +91,16 @@ type ActionSpec struct {
 	Name string
 	// Description tells the model what the action does.
 	Description string
-	// Params is the JSON schema of the parameters (an object schema).
-	Params map[string]any
+	// Params is the JSON Schema of the parameters, as JSON text: an object
+	// schema such as
+	//
+	//	json.RawMessage(`{"type":"object","properties":{"sku":{"type":"string"}},"required":["sku"]}`)
+	//
+	// Empty means no parameters. Its key order is kept up to the bytes sent
+	// to the provider: the prompt shows the properties, and with constrained
+	// decoding the model writes them, in this order. Register derives it
+	// from a Go struct (SchemaOf). It must not be modified after Add.
+	Params json.RawMessage
 	// Risk classifies the action for the Approver.
 	Risk Risk
 	// Terminates stops the rest of the batch after this action (it changes
@@ -142,7 +150,9 @@ func NewRegistry() *Registry { return &Registry{specs: map[string]*ActionSpec{}}
 var actionNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 // Add registers spec. The name must be new and match [a-z][a-z0-9_]*; Params
-// must be an object schema (nil means no parameters).
+// must be an object schema as JSON text (empty means no parameters). Add
+// keeps a compact copy of Params, keys in the order given; a schema that is
+// not a JSON object with "type": "object" is an error wrapping ErrSchema.
 func (r *Registry) Add(spec ActionSpec) error {
 	if !actionNameRE.MatchString(spec.Name) {
 		return fmt.Errorf("agent: invalid action name %q (want [a-z][a-z0-9_]*)", spec.Name)
@@ -150,13 +160,19 @@ func (r *Registry) Add(spec ActionSpec) error {
 	if spec.Run == nil {
 		return fmt.Errorf("agent: action %q has no Run function", spec.Name)
 	}
-	if spec.Params == nil {
-		spec.Params = map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": false}
+	if len(bytes.TrimSpace(spec.Params)) == 0 {
+		spec.Params = json.RawMessage(noParams)
 	}
-	if t, _ := spec.Params["type"].(string); t != "object" {
+	p, err := parseSchema(spec.Params)
+	if err != nil {
+		return fmt.Errorf("agent: action %q parameters: %w", spec.Name, err)
+	}
+	if t, _ := p.Get("type"); t != "object" {
 		return fmt.Errorf("%w: action %q parameters must be an object schema", ErrSchema, spec.Name)
 	}
-	spec.Params = normalizeSchema(spec.Params)
+	if spec.Params, err = json.Marshal(p); err != nil {
+		return fmt.Errorf("agent: action %q parameters: %w", spec.Name, err)
+	}
 	if spec.Risk == "" {
 		spec.Risk = RiskSubmit
 	}
@@ -204,7 +220,7 @@ func (r *Registry) Names() []string {
 }
 
 // Register adds a custom action whose parameters are the Go struct P: the
-// schema is derived by SchemaOf, the model's parameters are decoded into a P
+// schema is derived by SchemaOf (properties in field order), the model's parameters are decoded into a P
 // (unknown fields and missing required fields are errors the model reads)
 // and fn is called with it.
 //

@@ -1,21 +1,25 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/browseragent/browseragent/agent/internal/schemax"
 )
 
 // ErrSchema is wrapped by errors about a parameter type that cannot be turned
 // into a JSON schema, or a value that does not fit a schema.
 var ErrSchema = errors.New("agent: schema")
 
-// SchemaOf derives the JSON schema of a Go parameter type by reflection. It is
-// how custom actions (Register) get their parameter schema. The rules are
-// small on purpose:
+// SchemaOf derives the JSON schema of a Go parameter type by reflection and
+// returns it as JSON text, ready for ActionSpec.Params. It is how custom
+// actions (Register) get their parameter schema. The rules are small on
+// purpose:
 //
 //   - the type must be a struct (or pointer to one); its exported fields are
 //     the properties, named by their `json` tag (`json:"-"` skips a field);
@@ -26,58 +30,90 @@ var ErrSchema = errors.New("agent: schema")
 //     arrays, maps with string keys, nested structs, pointers to these, and
 //     json.RawMessage (any JSON value).
 //
-// Every object schema gets "additionalProperties": false, so a reply that
-// invents a parameter is an error the model reads.
-func SchemaOf(t reflect.Type) (map[string]any, error) {
+// Properties are listed in field order, and each schema reads type,
+// description, enum before its parts: the model sees, and with constrained
+// decoding writes, the parameters in this order. The "required" list is
+// sorted. Every object schema gets "additionalProperties": false, so a reply
+// that invents a parameter is an error the model reads.
+func SchemaOf(t reflect.Type) (json.RawMessage, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("%w: parameters must be a struct, got %s", ErrSchema, t)
 	}
-	return schemaOfType(t, map[reflect.Type]bool{})
+	o, err := schemaOfType(t, "", map[reflect.Type]bool{})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(o)
 }
 
 var rawMessageType = reflect.TypeFor[json.RawMessage]()
 
-func schemaOfType(t reflect.Type, seen map[reflect.Type]bool) (map[string]any, error) {
+// schemaOfType builds the schema of t; tag is the struct field's tag, for
+// its description and enum.
+func schemaOfType(t reflect.Type, tag reflect.StructTag, seen map[reflect.Type]bool) (*schemax.Object, error) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	o := schemax.NewObject()
+	doc := func() {
+		if d := tag.Get("description"); d != "" {
+			o.Set("description", d)
+		}
+		if e := tag.Get("enum"); e != "" {
+			var vals []any
+			for _, v := range strings.Split(e, ",") {
+				vals = append(vals, strings.TrimSpace(v))
+			}
+			o.Set("enum", vals)
+		}
+	}
 	if t == rawMessageType {
-		return map[string]any{}, nil
+		doc()
+		return o, nil
 	}
 	switch t.Kind() {
-	case reflect.Pointer:
-		return schemaOfType(t.Elem(), seen)
 	case reflect.String:
-		return map[string]any{"type": "string"}, nil
+		o.Set("type", "string")
+		doc()
 	case reflect.Bool:
-		return map[string]any{"type": "boolean"}, nil
+		o.Set("type", "boolean")
+		doc()
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return map[string]any{"type": "integer"}, nil
+		o.Set("type", "integer")
+		doc()
 	case reflect.Float32, reflect.Float64:
-		return map[string]any{"type": "number"}, nil
+		o.Set("type", "number")
+		doc()
 	case reflect.Slice, reflect.Array:
-		items, err := schemaOfType(t.Elem(), seen)
+		items, err := schemaOfType(t.Elem(), "", seen)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"type": "array", "items": items}, nil
+		o.Set("type", "array")
+		doc()
+		o.Set("items", items)
 	case reflect.Map:
 		if t.Key().Kind() != reflect.String {
 			return nil, fmt.Errorf("%w: map key of %s must be a string", ErrSchema, t)
 		}
-		v, err := schemaOfType(t.Elem(), seen)
+		v, err := schemaOfType(t.Elem(), "", seen)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"type": "object", "additionalProperties": v}, nil
+		o.Set("type", "object")
+		doc()
+		o.Set("additionalProperties", v)
 	case reflect.Struct:
 		if seen[t] {
 			return nil, fmt.Errorf("%w: recursive type %s", ErrSchema, t)
 		}
 		seen[t] = true
 		defer delete(seen, t)
-		props := map[string]any{}
+		props := schemax.NewObject()
 		required := []string{}
 		for i := range t.NumField() {
 			f := t.Field(i)
@@ -99,41 +135,45 @@ func schemaOfType(t reflect.Type, seen map[reflect.Type]bool) (map[string]any, e
 					}
 				}
 			}
-			fs, err := schemaOfType(f.Type, seen)
+			fs, err := schemaOfType(f.Type, f.Tag, seen)
 			if err != nil {
 				return nil, fmt.Errorf("field %s: %w", f.Name, err)
 			}
-			if d := f.Tag.Get("description"); d != "" {
-				fs["description"] = d
-			}
-			if e := f.Tag.Get("enum"); e != "" {
-				var vals []any
-				for _, v := range strings.Split(e, ",") {
-					vals = append(vals, strings.TrimSpace(v))
-				}
-				fs["enum"] = vals
-			}
-			props[name] = fs
+			props.Set(name, fs)
 			if !omit && f.Type.Kind() != reflect.Pointer {
 				required = append(required, name)
 			}
 		}
 		sort.Strings(required)
-		return map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}, nil
+		o.Set("type", "object")
+		doc()
+		o.Set("properties", props)
+		o.Set("required", required)
+		o.Set("additionalProperties", false)
+	default:
+		return nil, fmt.Errorf("%w: unsupported kind %s", ErrSchema, t)
 	}
-	return nil, fmt.Errorf("%w: unsupported kind %s", ErrSchema, t)
+	return o, nil
 }
 
-// ValidateJSON checks value against a JSON schema (the subset this package
-// emits and a caller's output schema commonly uses: type, properties,
-// required, additionalProperties, items, enum, anyOf). It returns an error
-// naming the first path that does not fit; the error wraps ErrSchema.
-func ValidateJSON(schema map[string]any, value json.RawMessage) error {
+// ValidateJSON checks value against schema, a JSON schema given as JSON text
+// (the subset this package emits and a caller's output schema commonly uses:
+// type, properties, required, additionalProperties, items, maxItems, enum,
+// anyOf). An empty schema accepts every value; key order does not matter
+// here. It returns an error naming the first path that does not fit; the
+// error wraps ErrSchema.
+func ValidateJSON(schema, value json.RawMessage) error {
+	var s map[string]any
+	if len(bytes.TrimSpace(schema)) > 0 {
+		if err := json.Unmarshal(schema, &s); err != nil {
+			return fmt.Errorf("%w: the schema is not a JSON object: %v", ErrSchema, err)
+		}
+	}
 	var v any
 	if err := json.Unmarshal(value, &v); err != nil {
 		return fmt.Errorf("%w: not JSON: %v", ErrSchema, err)
 	}
-	return validateValue(schema, v, "$")
+	return validateValue(s, v, "$")
 }
 
 func validateValue(s map[string]any, v any, path string) error {
@@ -188,38 +228,20 @@ func validateValue(s map[string]any, v any, path string) error {
 	switch x := v.(type) {
 	case map[string]any:
 		props, _ := s["properties"].(map[string]any)
-		if req, ok := s["required"].([]any); ok {
-			for _, r := range req {
-				name, _ := r.(string)
-				if _, ok := x[name]; !ok {
-					return fmt.Errorf("%w: %s: missing required property %q", ErrSchema, path, name)
-				}
+		required := map[string]bool{}
+		req, _ := s["required"].([]any)
+		for _, r := range req {
+			name, _ := r.(string)
+			if _, ok := x[name]; !ok {
+				return fmt.Errorf("%w: %s: missing required property %q", ErrSchema, path, name)
 			}
-		} else if req, ok := s["required"].([]string); ok {
-			for _, name := range req {
-				if _, ok := x[name]; !ok {
-					return fmt.Errorf("%w: %s: missing required property %q", ErrSchema, path, name)
-				}
-			}
+			required[name] = true
 		}
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		required := map[string]bool{}
-		switch req := s["required"].(type) {
-		case []any:
-			for _, r := range req {
-				if n, ok := r.(string); ok {
-					required[n] = true
-				}
-			}
-		case []string:
-			for _, n := range req {
-				required[n] = true
-			}
-		}
 		for _, k := range keys {
 			// An optional property sent as null is absent: strict-mode
 			// providers (OpenAI) make optional properties required but
@@ -303,16 +325,48 @@ func jsonKind(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// normalizeSchema round-trips a schema built from Go maps through JSON, so
-// that "required" lists become []any like a decoded document's.
-func normalizeSchema(m map[string]any) map[string]any {
-	b, err := json.Marshal(m)
+// noParams is the schema of an action without parameters.
+const noParams = `{"type":"object","properties":{},"additionalProperties":false}`
+
+// parseSchema decodes a schema, which must be a JSON object, keeping its key
+// order. Errors wrap ErrSchema.
+func parseSchema(raw json.RawMessage) (*schemax.Object, error) {
+	v, err := schemax.Parse(raw)
 	if err != nil {
-		return m
+		return nil, fmt.Errorf("%w: not JSON: %v", ErrSchema, err)
 	}
-	var out map[string]any
-	if json.Unmarshal(b, &out) != nil {
-		return m
+	o, ok := v.(*schemax.Object)
+	if !ok {
+		return nil, fmt.Errorf("%w: a schema must be a JSON object", ErrSchema)
 	}
-	return out
+	return o, nil
+}
+
+// normalizeSchema returns a schema as compact JSON text with its keys in the
+// order given: the order is behaviour (see ActionSpec.Params), so it never
+// goes through a Go map. Errors wrap ErrSchema.
+func normalizeSchema(raw json.RawMessage) (json.RawMessage, error) {
+	o, err := parseSchema(raw)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(o)
+}
+
+// schemaProperties returns the "properties" of an object schema as JSON text
+// in their order, for the prompt; "{}" when there are none.
+func schemaProperties(schema json.RawMessage) json.RawMessage {
+	o, err := parseSchema(schema)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	p, ok := o.Get("properties")
+	if !ok {
+		return json.RawMessage("{}")
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return b
 }

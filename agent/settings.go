@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/urlmatch"
 )
 
 // Vision says when the model gets a screenshot of the page.
@@ -43,6 +44,7 @@ const (
 	DefaultEvaluateResultCap  = 20000
 	DefaultWaitActionMaxWait  = 30 * time.Second
 	DefaultHistoryErrorMaxLen = 400
+	DefaultWaitBetweenActions = 100 * time.Millisecond
 )
 
 // DefaultLoopNudges are the repetition counts (of one action in the loop
@@ -132,16 +134,26 @@ type Settings struct {
 	// bing.
 	SearchEngine string
 	// DomainMatcher reports whether a URL matches a domain pattern; used for
-	// action domain filters and per-domain secrets. Default MatchDomain.
-	// Deployments can plug the URL policy's matcher (watchdogs.MatchDomain)
-	// to have one definition of a pattern.
+	// action domain filters and per-domain secrets. Default urlmatch.Match,
+	// the same definition of a pattern as the security watchdog's URL
+	// policy.
 	DomainMatcher func(pattern, rawURL string) bool
 	// ExtendSystemPrompt is appended to the system prompt;
 	// OverrideSystemPrompt replaces it.
 	ExtendSystemPrompt, OverrideSystemPrompt string
+	// WaitBetweenActions is the pause between two actions of one step,
+	// before the fence checks the page: a navigation or re-render the
+	// previous action started gets time to show. Default 100 ms; negative:
+	// no pause.
+	WaitBetweenActions time.Duration
+	// Observers are told about the run as it happens (steps, model calls,
+	// the result): trace.NewAgentObserver writes the audit trace,
+	// telemetry.Run exports spans. Called on the Run goroutine, in order,
+	// never under a lock; a slow observer slows the run.
+	Observers []Observer
 	// OnStepStart is called before each step with its number; OnStepEnd after
-	// it with its history item (a copy). Called on the Run goroutine, never
-	// under a lock; a slow callback slows the run.
+	// it with its history item (a copy): the short form of an Observer,
+	// called after the Observers.
 	OnStepStart func(ctx context.Context, step int)
 	OnStepEnd   func(ctx context.Context, item HistoryItem)
 	// Logger; default zap.NewNop(). Secrets are never logged.
@@ -199,7 +211,10 @@ func (s Settings) withDefaults() (Settings, error) {
 		return s, fmt.Errorf("%w: %v", ErrSettings, err)
 	}
 	if s.DomainMatcher == nil {
-		s.DomainMatcher = MatchDomain
+		s.DomainMatcher = urlmatch.Match
+	}
+	if s.WaitBetweenActions == 0 {
+		s.WaitBetweenActions = DefaultWaitBetweenActions
 	}
 	if s.Logger == nil {
 		s.Logger = zap.NewNop()

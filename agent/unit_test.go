@@ -11,11 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/browseragent/browseragent/agent/internal/schemax"
 	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/urlmatch"
 )
 
 func offeredDefault() []ActionSpec {
-	return DefaultRegistry().offered("https://example.com/", MatchDomain, map[string]bool{"screenshot": true}, false)
+	return DefaultRegistry().offered("https://example.com/", urlmatch.Match, map[string]bool{"screenshot": true}, false)
 }
 
 func TestParseOutputCases(t *testing.T) {
@@ -120,11 +122,14 @@ type schemaSample struct {
 }
 
 func TestSchemaOf(t *testing.T) {
-	s, err := SchemaOf(reflect.TypeFor[schemaSample]())
+	raw, err := SchemaOf(reflect.TypeFor[schemaSample]())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s = normalizeSchema(s)
+	var s map[string]any
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
 	props := s["properties"].(map[string]any)
 	if _, ok := props["Skip"]; ok || props["hidden"] != nil {
 		t.Fatal("skipped fields present")
@@ -136,7 +141,7 @@ func TestSchemaOf(t *testing.T) {
 		t.Fatal("description")
 	}
 	good := `{"name":"a","tags":["x"],"mode":"b","inner":{"X":true},"raw":[1,{"a":2}],"opt":1.5}`
-	if err := ValidateJSON(s, json.RawMessage(good)); err != nil {
+	if err := ValidateJSON(raw, json.RawMessage(good)); err != nil {
 		t.Fatal(err)
 	}
 	for bad, want := range map[string]string{
@@ -147,7 +152,7 @@ func TestSchemaOf(t *testing.T) {
 		`{"name":"a","tags":[],"mode":"a","inner":{"X":true},"zzz":1}`:           `unknown property "zzz"`,
 		`{"name":"a","tags":[],"mode":"a","inner":{"X":true},"extra":{"k":"v"}}`: "$.extra.k: want integer",
 	} {
-		if err := ValidateJSON(s, json.RawMessage(bad)); err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrSchema) {
+		if err := ValidateJSON(raw, json.RawMessage(bad)); err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrSchema) {
 			t.Errorf("%s: error %v, want %q", bad, err, want)
 		}
 	}
@@ -165,6 +170,243 @@ func TestSchemaOf(t *testing.T) {
 	}
 	if _, err := SchemaOf(reflect.TypeFor[badMap]()); !errors.Is(err, ErrSchema) {
 		t.Fatal("int map key accepted")
+	}
+}
+
+// at follows path (object keys and array indices) from v, a schemax tree.
+func at(t *testing.T, v any, path ...any) any {
+	t.Helper()
+	for i, p := range path {
+		switch p := p.(type) {
+		case string:
+			o, ok := v.(*schemax.Object)
+			if ok {
+				v, ok = o.Get(p)
+			}
+			if !ok {
+				t.Fatalf("no key %q at %v", p, path[:i])
+			}
+		case int:
+			a, ok := v.([]any)
+			if !ok || p >= len(a) {
+				t.Fatalf("no element %d at %v", p, path[:i])
+			}
+			v = a[p]
+		}
+	}
+	return v
+}
+
+// keysAt is the key order of the object at path in the JSON document raw.
+func keysAt(t *testing.T, raw []byte, path ...any) string {
+	t.Helper()
+	v, err := schemax.Parse(raw)
+	if err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	o, ok := at(t, v, path...).(*schemax.Object)
+	if !ok {
+		t.Fatalf("%v is not an object", path)
+	}
+	return strings.Join(o.Keys(), " ")
+}
+
+// property finds, depth first in document order, the first object in v
+// whose "properties" has name, and returns that property's schema: the way
+// to reach an action's schema through anyOf lists and provider envelopes.
+func property(v any, name string) *schemax.Object {
+	switch v := v.(type) {
+	case *schemax.Object:
+		if p, ok := v.Get("properties"); ok {
+			if po, ok := p.(*schemax.Object); ok {
+				if s, ok := po.Get(name); ok {
+					if so, ok := s.(*schemax.Object); ok {
+						return so
+					}
+				}
+			}
+		}
+		for _, k := range v.Keys() {
+			e, _ := v.Get(k)
+			if s := property(e, name); s != nil {
+				return s
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if s := property(e, name); s != nil {
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+// propertyKeys is the key order of the properties of the first schema of
+// property name in the JSON document raw (see property).
+func propertyKeys(t *testing.T, raw []byte, name string) string {
+	t.Helper()
+	v, err := schemax.Parse(raw)
+	if err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	s := property(v, name)
+	if s == nil {
+		t.Fatalf("no property %q in %s", name, raw)
+	}
+	p, _ := at(t, s, "properties").(*schemax.Object)
+	if p == nil {
+		t.Fatalf("property %q has no properties", name)
+	}
+	return strings.Join(p.Keys(), " ")
+}
+
+// A struct-derived schema lists properties in field order and reads type,
+// description, enum before the parts of each schema.
+func TestSchemaOfKeepsFieldOrder(t *testing.T) {
+	raw, err := SchemaOf(reflect.TypeFor[InputParams]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"object","properties":{` +
+		`"index":{"type":"integer","description":"element index; 0 types into the focused element"},` +
+		`"text":{"type":"string","description":"text to type; \u003csecret\u003ename\u003c/secret\u003e types a secret"},` +
+		`"clear":{"type":"boolean","description":"clear the field first (default true)"}},` +
+		`"required":["index","text"],"additionalProperties":false}`
+	if string(raw) != want {
+		t.Fatalf("SchemaOf(InputParams)\n got %s\nwant %s", raw, want)
+	}
+	raw, err = SchemaOf(reflect.TypeFor[*schemaSample]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path []any
+		want string
+	}{
+		{nil, "type properties required additionalProperties"},
+		{[]any{"properties"}, "name age tags opt mode extra inner raw labels"},
+		{[]any{"properties", "name"}, "type description"},
+		{[]any{"properties", "mode"}, "type enum"},
+		{[]any{"properties", "tags"}, "type items"},
+		{[]any{"properties", "extra"}, "type additionalProperties"},
+		{[]any{"properties", "inner"}, "type properties required additionalProperties"},
+	} {
+		if got := keysAt(t, raw, c.path...); got != c.want {
+			t.Errorf("keys at %v: %q, want %q", c.path, got, c.want)
+		}
+	}
+}
+
+// input's parameters reach the reply schema and the prompt in field order.
+func TestOutputSchemaKeepsParamOrder(t *testing.T) {
+	js := outputSchema(offeredDefault(), 5).JSON
+	if got := keysAt(t, js, "properties"); got != "thinking evaluation_previous_goal memory next_goal action" {
+		t.Fatalf("reply properties: %s", got)
+	}
+	if got := keysAt(t, js, "properties", "action"); got != "type minItems maxItems items" {
+		t.Fatalf("action keys: %s", got)
+	}
+	if got := propertyKeys(t, js, "input"); got != "index text clear" {
+		t.Fatalf("input parameters: %s", got)
+	}
+	v, _ := schemax.Parse(js)
+	if got := strings.Join(property(v, "input").Keys(), " "); got != "type description properties required additionalProperties" {
+		t.Fatalf("input schema keys: %s", got)
+	}
+	if got := propertyKeys(t, js, "scroll"); got != "down pages index" {
+		t.Fatalf("scroll parameters: %s", got)
+	}
+	spec, _ := DefaultRegistry().Get("input")
+	if got := string(schemaProperties(spec.Params)); !strings.HasPrefix(got, `{"index":`) ||
+		!(strings.Index(got, `"text":`) < strings.Index(got, `"clear":`)) {
+		t.Fatalf("prompt parameters: %s", got)
+	}
+}
+
+// customJSON is a hand-written parameter schema in an unusual key order, with
+// whitespace: keywords before "type", properties out of alphabetical order.
+const customJSON = `{
+	"required": ["zulu"],
+	"properties": {
+		"zulu":  {"description": "last letter first", "type": "string"},
+		"alpha": {"type": "integer"},
+		"mike":  {"type": "array", "items": {"type": "object", "properties": {"z": {"type": "boolean"}, "a": {"type": "string"}}}}
+	},
+	"additionalProperties": false,
+	"type": "object"
+}`
+
+// customSpec registers customJSON as action "lookup" and returns its spec.
+func customSpec(t *testing.T) ActionSpec {
+	t.Helper()
+	r := NewRegistry()
+	run := func(context.Context, *ActionContext, json.RawMessage) (ActionResult, error) {
+		return ActionResult{}, nil
+	}
+	if err := r.Add(ActionSpec{Name: "lookup", Description: "Look a product up", Params: json.RawMessage(customJSON), Run: run}); err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := r.Get("lookup")
+	return spec
+}
+
+// A custom action given as JSON keeps its key order: stored, shown in the
+// prompt, offered in the reply schema; validation ignores order.
+func TestCustomJSONSchemaKeepsOrder(t *testing.T) {
+	spec := customSpec(t)
+	compact := `{"required":["zulu"],"properties":{"zulu":{"description":"last letter first","type":"string"},"alpha":{"type":"integer"},` +
+		`"mike":{"type":"array","items":{"type":"object","properties":{"z":{"type":"boolean"},"a":{"type":"string"}}}}},` +
+		`"additionalProperties":false,"type":"object"}`
+	if string(spec.Params) != compact {
+		t.Fatalf("stored Params %s", spec.Params)
+	}
+	if got, want := string(schemaProperties(spec.Params)), compact[len(`{"required":["zulu"],"properties":`):strings.Index(compact, `,"additionalProperties"`)]; got != want {
+		t.Fatalf("prompt parameters %s, want %s", got, want)
+	}
+	js := outputSchema([]ActionSpec{spec}, 1).JSON
+	v, _ := schemax.Parse(js)
+	s := property(v, "lookup")
+	for _, c := range []struct {
+		path []any
+		want string
+	}{
+		// The description goes right after "type", wherever that is.
+		{nil, "required properties additionalProperties type description"},
+		{[]any{"properties"}, "zulu alpha mike"},
+		{[]any{"properties", "zulu"}, "description type"},
+		{[]any{"properties", "mike", "items", "properties"}, "z a"},
+	} {
+		o, _ := at(t, s, c.path...).(*schemax.Object)
+		if o == nil || strings.Join(o.Keys(), " ") != c.want {
+			t.Errorf("keys at %v: %v, want %q", c.path, o, c.want)
+		}
+	}
+	if _, err := ParseOutput(`{"action":[{"lookup":{"mike":[{"a":"x","z":true}],"alpha":2,"zulu":"sku-1"}}]}`, []ActionSpec{spec}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseOutput(`{"action":[{"lookup":{"alpha":2}}]}`, []ActionSpec{spec}, 1); err == nil || !strings.Contains(err.Error(), `missing required property "zulu"`) {
+		t.Fatalf("missing zulu: %v", err)
+	}
+
+	r := NewRegistry()
+	run := spec.Run
+	for _, bad := range []string{`not json`, `[1]`, `{"type":"string"}`, `{"type":"object"} {}`} {
+		if err := r.Add(ActionSpec{Name: "bad", Params: json.RawMessage(bad), Run: run}); !errors.Is(err, ErrSchema) {
+			t.Errorf("Params %s: %v", bad, err)
+		}
+	}
+	if err := r.Add(ActionSpec{Name: "none", Run: run}); err != nil {
+		t.Fatal(err)
+	}
+	if none, _ := r.Get("none"); string(none.Params) != noParams {
+		t.Fatalf("empty Params stored as %s", none.Params)
+	}
+	if err := ValidateJSON(json.RawMessage(`{"type":`), json.RawMessage(`{}`)); !errors.Is(err, ErrSchema) {
+		t.Fatalf("broken schema: %v", err)
+	}
+	if err := ValidateJSON(nil, json.RawMessage(`[1,"x"]`)); err != nil {
+		t.Fatalf("empty schema: %v", err)
 	}
 }
 
@@ -207,32 +449,32 @@ func TestStartURL(t *testing.T) {
 	}
 }
 
-func TestMatchDomain(t *testing.T) {
-	for _, c := range []struct {
-		p, u string
-		ok   bool
-	}{
-		{"example.com", "https://example.com/x", true},
-		{"example.com", "https://www.example.com/x", true},
-		{"example.com", "https://evil-example.com/", false},
-		{"example.com", "https://example.com.evil.org/", false},
-		{"*.example.com", "https://a.b.example.com/", true},
-		{"*.example.com", "https://example.com/", true},
-		{"https://example.com", "http://example.com/", false},
-		{"example.com:8080", "http://example.com:8080/", true},
-		{"example.com:8080", "http://example.com/", false},
-		{"*", "https://anything.org", true},
-		{"*", "about:blank", false},
-		{"127.0.0.1", "http://127.0.0.1:5000/", true},
+// Secrets and action domain filters use the same pattern definition as the
+// URL policy (urlmatch): the patterns on which the two old copies
+// disagreed now behave the same for secrets.
+func TestSecretsUseThePolicyPatterns(t *testing.T) {
+	set, err := Settings{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ pattern, url string }{
+		{"example.com:443", "https://example.com/login"},
+		{"shop-*.example.com", "https://shop-eu.example.com/"},
+		{"bücher.example", "https://xn--bcher-kva.example/"},
+		{"localhost", "http://localhost./"},
 	} {
-		if got := MatchDomain(c.p, c.u); got != c.ok {
-			t.Errorf("MatchDomain(%q, %q) = %v", c.p, c.u, got)
+		if !set.DomainMatcher(c.pattern, c.url) || !urlmatch.Match(c.pattern, c.url) {
+			t.Errorf("%q does not match %s", c.pattern, c.url)
+		}
+		s := newSecrets(nil, map[string]map[string]string{c.pattern: {"pin": "4321"}}, set.DomainMatcher)
+		if out, _, err := s.resolve("<secret>pin</secret>", c.url); err != nil || out != "4321" {
+			t.Errorf("secret for %q on %s: %q, %v", c.pattern, c.url, out, err)
 		}
 	}
 }
 
 func TestSecrets(t *testing.T) {
-	s := newSecrets(map[string]string{"user": "bob", "pw": "bobs-password"}, map[string]map[string]string{"*.bank.com": {"pin": "4321"}}, MatchDomain)
+	s := newSecrets(map[string]string{"user": "bob", "pw": "bobs-password"}, map[string]map[string]string{"*.bank.com": {"pin": "4321"}}, urlmatch.Match)
 	if got := s.names("https://x.org"); fmt.Sprint(got) != "[pw user]" {
 		t.Fatal(got)
 	}

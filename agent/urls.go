@@ -2,45 +2,10 @@ package agent
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"regexp"
 	"strings"
 )
-
-// MatchDomain is the default Settings.DomainMatcher. Patterns:
-// "example.com" (that host and www.example.com), "*.example.com" (any
-// subdomain and the apex), "https://example.com" (that scheme only),
-// "example.com:8080" (that port only), "*" (any URL with a host). Hosts
-// compare case-insensitively; a URL without a host matches nothing.
-func MatchDomain(pattern, rawURL string) bool {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Hostname() == "" {
-		return false
-	}
-	host := strings.ToLower(u.Hostname())
-	p := strings.ToLower(strings.TrimSpace(pattern))
-	if p == "*" {
-		return true
-	}
-	if i := strings.Index(p, "://"); i >= 0 {
-		if p[:i] != strings.ToLower(u.Scheme) {
-			return false
-		}
-		p = p[i+3:]
-	}
-	p = strings.TrimSuffix(p, "/")
-	if h, port, err := net.SplitHostPort(p); err == nil {
-		if port != u.Port() {
-			return false
-		}
-		p = h
-	}
-	if rest, ok := strings.CutPrefix(p, "*."); ok {
-		return host == rest || strings.HasSuffix(host, "."+rest)
-	}
-	return host == p || host == "www."+p
-}
 
 func hostOf(raw string) string {
 	u, err := url.Parse(raw)

@@ -5,7 +5,8 @@
 // OpenTelemetry API only; the caller brings the TracerProvider and its
 // exporter, and without one nothing is recorded (the API's no-op default).
 // It is off unless the embedding program (or `browseragent run --otel`)
-// turns it on.
+// turns it on: Start returns a Run, which is an agent.Observer to put in
+// agent.Settings.Observers.
 package telemetry
 
 import (
@@ -19,13 +20,13 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/browseragent/browseragent/agent"
-	"github.com/browseragent/browseragent/agent/llm"
 )
 
 // Instrumentation names the tracer.
 const Instrumentation = "github.com/browseragent/browseragent/telemetry"
 
-// Run is one traced agent run. Its methods are safe for concurrent use.
+// Run is one traced agent run, an agent.Observer. Its methods are safe for
+// concurrent use.
 type Run struct {
 	tracer oteltrace.Tracer
 	span   oteltrace.Span
@@ -35,8 +36,9 @@ type Run struct {
 	sctx context.Context
 }
 
-// Start begins the run span. Pass the returned context to agent.Run so that
-// model calls made through Model become its children.
+// Start begins the run span; put the Run in agent.Settings.Observers (its
+// RunEnded closes the span). The returned context carries the run span for
+// the caller's own spans.
 func Start(ctx context.Context, tp oteltrace.TracerProvider, task, model string) (context.Context, *Run) {
 	tr := tp.Tracer(Instrumentation)
 	ctx, span := tr.Start(ctx, "invoke_agent browseragent",
@@ -50,19 +52,43 @@ func Start(ctx context.Context, tp oteltrace.TracerProvider, task, model string)
 	return ctx, &Run{tracer: tr, span: span}
 }
 
-// Model wraps m so that each call is a "chat" span with token usage, a
-// child of the step in progress (or of the run).
-func (r *Run) Model(m llm.Model) llm.Model { return &model{inner: m, run: r} }
+var _ agent.Observer = (*Run)(nil)
 
-// OnStepStart opens the step's span; use it as (or from)
-// agent.Settings.OnStepStart. Steps without it get their span from the
-// recorded times in OnStepEnd.
-func (r *Run) OnStepStart(_ context.Context, n int) {
+// RunStarted implements agent.Observer; the run span began in Start.
+func (r *Run) RunStarted(context.Context, agent.RunInfo) {}
+
+// StepStarted implements agent.Observer: it opens the step's span. Steps
+// reported only by StepEnded get their span from the recorded times.
+func (r *Run) StepStarted(_ context.Context, n int) {
 	ctx, sp := r.tracer.Start(oteltrace.ContextWithSpan(context.Background(), r.span), "step",
 		oteltrace.WithAttributes(attribute.Int("browseragent.step", n)))
 	r.mu.Lock()
 	r.step, r.sctx = sp, ctx
 	r.mu.Unlock()
+}
+
+// ModelCalled implements agent.Observer: a "chat" span with token usage, a
+// child of the step in progress (or of the run), timed as the call was.
+func (r *Run) ModelCalled(_ context.Context, c agent.ModelCall) {
+	_, sp := r.tracer.Start(r.parent(), "chat "+c.Model, oteltrace.WithSpanKind(oteltrace.SpanKindClient),
+		oteltrace.WithTimestamp(c.Started),
+		oteltrace.WithAttributes(
+			attribute.String("gen_ai.operation.name", "chat"),
+			attribute.String("gen_ai.request.model", c.Model),
+			attribute.String("browseragent.model_purpose", c.Purpose),
+		))
+	if c.ResponseModel != "" {
+		sp.SetAttributes(attribute.String("gen_ai.response.model", c.ResponseModel))
+	}
+	sp.SetAttributes(
+		attribute.Int("gen_ai.usage.input_tokens", c.Usage.PromptTokens),
+		attribute.Int("gen_ai.usage.output_tokens", c.Usage.CompletionTokens),
+	)
+	if c.Err != nil {
+		sp.RecordError(c.Err)
+		sp.SetStatus(codes.Error, c.Err.Error())
+	}
+	sp.End(oteltrace.WithTimestamp(c.Started.Add(c.Latency)))
 }
 
 // parent is the context new spans hang under: the open step, else the run.
@@ -75,10 +101,10 @@ func (r *Run) parent() context.Context {
 	return oteltrace.ContextWithSpan(context.Background(), r.span)
 }
 
-// OnStepEnd records a finished step and its actions. Use it as (or from)
-// agent.Settings.OnStepEnd. Action spans are built from the recorded
-// durations: the actions ran one after another and ended with the step.
-func (r *Run) OnStepEnd(_ context.Context, it agent.HistoryItem) {
+// StepEnded implements agent.Observer: it records a finished step and its
+// actions. Action spans are built from the recorded durations: the actions
+// ran one after another and ended with the step.
+func (r *Run) StepEnded(_ context.Context, it agent.HistoryItem) {
 	r.mu.Lock()
 	step, ctx := r.step, r.sctx
 	r.step, r.sctx = nil, nil
@@ -123,8 +149,9 @@ func (r *Run) OnStepEnd(_ context.Context, it agent.HistoryItem) {
 	step.End(oteltrace.WithTimestamp(it.EndedAt))
 }
 
-// End closes the run span with the result.
-func (r *Run) End(res *agent.Result, err error) {
+// RunEnded implements agent.Observer: it closes the run span with the
+// result.
+func (r *Run) RunEnded(_ context.Context, res *agent.Result, err error) {
 	if res != nil {
 		r.span.SetAttributes(
 			attribute.Bool("browseragent.done", res.Done),
@@ -150,37 +177,3 @@ func compact(raw json.RawMessage) string {
 	}
 	return string(raw)
 }
-
-type model struct {
-	inner llm.Model
-	run   *Run
-}
-
-func (m *model) Name() string { return m.inner.Name() }
-
-// Generate traces one call. The span's parent is the step in progress; the
-// caller's context still carries cancellation to the provider.
-func (m *model) Generate(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	_, sp := m.run.tracer.Start(m.run.parent(), "chat "+m.inner.Name(), oteltrace.WithSpanKind(oteltrace.SpanKindClient),
-		oteltrace.WithAttributes(
-			attribute.String("gen_ai.operation.name", "chat"),
-			attribute.String("gen_ai.request.model", m.inner.Name()),
-		))
-	defer sp.End()
-	resp, err := m.inner.Generate(oteltrace.ContextWithSpan(ctx, sp), req)
-	if resp != nil {
-		sp.SetAttributes(
-			attribute.String("gen_ai.response.model", resp.Model),
-			attribute.Int("gen_ai.usage.input_tokens", resp.Usage.PromptTokens),
-			attribute.Int("gen_ai.usage.output_tokens", resp.Usage.CompletionTokens),
-		)
-	}
-	if err != nil {
-		sp.RecordError(err)
-		sp.SetStatus(codes.Error, err.Error())
-	}
-	return resp, err
-}
-
-// CloseIdleConnections passes through to providers that pool connections.
-func (m *model) CloseIdleConnections() { llm.CloseIdleConnections(m.inner) }

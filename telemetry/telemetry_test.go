@@ -13,7 +13,6 @@ import (
 
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm"
-	"github.com/browseragent/browseragent/agent/llm/scripted"
 	"github.com/browseragent/browseragent/events"
 )
 
@@ -25,20 +24,17 @@ func TestRunSpans(t *testing.T) {
 	defer tp.Shutdown(context.Background())
 
 	ctx, run := Start(context.Background(), tp, "apply for the job", "scripted")
-	run.OnStepStart(ctx, 1)
-	m := run.Model(scripted.New([]scripted.Step{{Actions: []scripted.Action{{Name: "done", Params: map[string]any{"text": "ok", "success": true}}}}}))
-	if _, err := m.Generate(ctx, llm.Request{Messages: []llm.Message{llm.UserMessage(llm.Text("hi"))}}); err != nil {
-		t.Fatal(err)
-	}
+	run.StepStarted(ctx, 1)
+	run.ModelCalled(ctx, agent.ModelCall{Step: 1, Purpose: "step", Model: "scripted", Started: time.Now(), Latency: 5 * time.Millisecond, Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 2}})
 	t0 := time.Now().Add(-2 * time.Second)
-	run.OnStepEnd(ctx, agent.HistoryItem{
+	run.StepEnded(ctx, agent.HistoryItem{
 		Step: 1, StartedAt: t0, EndedAt: t0.Add(time.Second),
 		Actions: []agent.ActionRecord{
 			{Name: "click", Params: json.RawMessage(`{"index":3}`), Verdict: events.VerdictNavigated, Risk: agent.RiskSubmit, Duration: 200 * time.Millisecond},
 			{Name: "input", Params: json.RawMessage(`{"index":4,"text":"<secret>pw</secret>"}`), Error: "element gone", Verdict: events.VerdictFailed, Duration: 100 * time.Millisecond},
 		},
 	})
-	run.End(&agent.Result{Done: true, Success: true, Steps: 1}, nil)
+	run.RunEnded(ctx, &agent.Result{Done: true, Success: true, Steps: 1}, nil)
 
 	spans := exp.GetSpans()
 	byName := map[string]tracetest.SpanStub{}
@@ -84,15 +80,15 @@ func names(ss tracetest.SpanStubs) []string {
 	return out
 }
 
-// Without OnStepStart the step span comes from the recorded times.
+// Without StepStarted the step span comes from the recorded times.
 func TestStepWithoutStart(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer tp.Shutdown(context.Background())
 	_, run := Start(context.Background(), tp, "t", "m")
 	t0 := time.Now().Add(-time.Second)
-	run.OnStepEnd(context.Background(), agent.HistoryItem{Step: 3, StartedAt: t0, EndedAt: t0.Add(500 * time.Millisecond), Error: "model timed out"})
-	run.End(nil, nil)
+	run.StepEnded(context.Background(), agent.HistoryItem{Step: 3, StartedAt: t0, EndedAt: t0.Add(500 * time.Millisecond), Error: "model timed out"})
+	run.RunEnded(context.Background(), nil, nil)
 	spans := exp.GetSpans()
 	if len(spans) != 2 || spans[0].Name != "step" || !spans[0].StartTime.Equal(t0) || spans[0].Status.Code != codes.Error {
 		t.Fatalf("spans %v", names(spans))

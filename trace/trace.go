@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -28,13 +29,12 @@ import (
 
 // Record types written by this package and by the agent.
 const (
-	TypeOpen   = "open"   // first record: format version and metadata
-	TypeBus    = "bus"    // a bus lifecycle record
-	TypeModel  = "model"  // a model call: size, tokens, latency
-	TypeStep   = "step"   // an agent step: goal, actions, verdicts
-	TypeAction = "action" // one action with verdict and evidence
-	TypeRun    = "run"    // the run result
-	TypeClose  = "close"  // last record: how many records came before
+	TypeOpen  = "open"  // first record: format version and metadata
+	TypeBus   = "bus"   // a bus lifecycle record
+	TypeModel = "model" // a model call: size, tokens, latency
+	TypeStep  = "step"  // an agent step: goal, actions, verdicts
+	TypeRun   = "run"   // the run result
+	TypeClose = "close" // last record: how many records came before
 )
 
 // FormatVersion is written in the open record.
@@ -263,7 +263,9 @@ func (w *Writer) writeBus(br bus.Record) {
 		if br.Phase == bus.Dispatched {
 			v = br.Event
 		}
-		if _, ok := v.(bus.Summarizer); !ok && v != nil && br.Err == nil {
+		// A failed handler's value is kept too: it is the evidence of the
+		// failure (an action's verdict, before and after).
+		if _, ok := v.(bus.Summarizer); !ok && v != nil && !(br.Err != nil && reflect.ValueOf(v).IsZero()) {
 			if b, err := json.Marshal(v); err == nil && len(b) <= w.maxData {
 				r.Data = b
 			}

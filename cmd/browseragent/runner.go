@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +16,7 @@ import (
 	"github.com/browseragent/browseragent/session"
 	"github.com/browseragent/browseragent/telemetry"
 	"github.com/browseragent/browseragent/trace"
-	"github.com/browseragent/browseragent/watchdogs"
+	"github.com/browseragent/browseragent/watchdogs/recording"
 )
 
 // runConfig is one agent run as the CLI performs it.
@@ -79,7 +76,7 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 	opts := []session.Option{session.WithBusHook(tw.ObserveBus)}
 	if cfg.record {
 		dir := filepath.Join(filepath.Dir(out.Trace), report.FramesDir)
-		opts = append(opts, session.WithWatchdogs(watchdogs.NewRecording(watchdogs.RecordingConfig{Dir: dir})))
+		opts = append(opts, session.WithWatchdogs(recording.New(recording.Config{Dir: dir})))
 	}
 	s, err := startSession(ctx, &cfg.browser, opts...)
 	if err != nil {
@@ -90,24 +87,11 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 	set := cfg.settings
 	set.RunDir = cfg.outDir
 	set.SensitiveData = cfg.secrets
-	var step int
-	prevStart := set.OnStepStart
-	set.OnStepStart = func(ctx context.Context, n int) {
-		step = n
-		if prevStart != nil {
-			prevStart(ctx, n)
-		}
+	traced := trace.NewAgentObserver(tw, filepath.Dir(out.Trace))
+	set.Observers = append(set.Observers, traced)
+	if !cfg.quiet && progress != nil {
+		set.Observers = append(set.Observers, progressPrinter{w: progress})
 	}
-	set.OnStepEnd = func(_ context.Context, it agent.HistoryItem) {
-		if err := tw.Write(trace.TypeStep, traceStep(filepath.Dir(out.Trace), it)); err != nil {
-			fmt.Fprintf(os.Stderr, "trace: %v\n", err)
-		}
-		if !cfg.quiet && progress != nil {
-			printStep(progress, it)
-		}
-	}
-	var model llm.Model = &tracedModel{inner: cfg.model, w: tw, step: func() int { return step }}
-	var spans *telemetry.Run
 	if cfg.otel {
 		tp, shutdown, err := newOTLP(ctx)
 		if err != nil {
@@ -120,34 +104,20 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 				fmt.Fprintf(os.Stderr, "otel: %v\n", err)
 			}
 		}()
+		var spans *telemetry.Run
 		ctx, spans = telemetry.Start(ctx, tp, cfg.task, cfg.model.Name())
-		model = spans.Model(model)
-		onStart, onEnd := set.OnStepStart, set.OnStepEnd
-		set.OnStepStart = func(ctx context.Context, n int) {
-			onStart(ctx, n)
-			spans.OnStepStart(ctx, n)
-		}
-		set.OnStepEnd = func(ctx context.Context, it agent.HistoryItem) {
-			onEnd(ctx, it)
-			spans.OnStepEnd(ctx, it)
-		}
+		set.Observers = append(set.Observers, spans)
 	}
-	a, err := agent.New(cfg.task, model, s, set)
+	a, err := agent.New(cfg.task, cfg.model, s, set)
 	if err != nil {
 		stopSession(s)
 		closeTrace()
 		return nil, err
 	}
-	started := time.Now()
 	res, runErr := a.Run(ctx)
 	out.Result = res
-	if spans != nil {
-		spans.End(res, runErr)
-	}
-	if res != nil {
-		run := traceRun(cfg.task, res)
-		run.DurationMS = float64(time.Since(started)) / float64(time.Millisecond)
-		_ = tw.Write(trace.TypeRun, run)
+	if err := traced.Err(); err != nil {
+		fmt.Fprintf(os.Stderr, "trace: %v\n", err)
 	}
 	if err := a.History().Save(out.History); err != nil && runErr == nil {
 		runErr = err
@@ -164,46 +134,14 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 	return out, runErr
 }
 
-// traceStep turns a history item into the trace's step record; the
-// screenshot is referenced relative to the run folder with its hash.
-func traceStep(dir string, it agent.HistoryItem) trace.Step {
-	st := trace.Step{
-		Step: it.Step, URL: it.State.URL, Title: it.State.Title, Error: it.Error,
-		DurationMS:   float64(it.EndedAt.Sub(it.StartedAt)) / float64(time.Millisecond),
-		PromptTokens: it.Usage.PromptTokens, CompletionTokens: it.Usage.CompletionTokens,
-	}
-	if o := it.Output; o != nil {
-		st.Evaluation, st.Memory, st.NextGoal = o.EvaluationPreviousGoal, o.Memory, o.NextGoal
-	}
-	for _, ar := range it.Actions {
-		ta := trace.Action{Name: ar.Name, Params: ar.Params, Verdict: string(ar.Verdict), Detail: ar.Result.Text, Error: ar.Error}
-		if oc := ar.Result.Outcome; oc != nil {
-			ta.Before, _ = json.Marshal(oc.Before)
-			ta.After, _ = json.Marshal(oc.After)
-			if oc.Detail != "" {
-				ta.Detail = oc.Detail
-			}
-		}
-		st.Actions = append(st.Actions, ta)
-	}
-	if p := it.State.ScreenshotPath; p != "" {
-		if b, err := os.ReadFile(p); err == nil {
-			sum := sha256.Sum256(b)
-			st.ScreenshotSHA256 = hex.EncodeToString(sum[:])
-			if rel, err := filepath.Rel(dir, p); err == nil {
-				st.Screenshot = rel
-			}
-		}
-	}
-	return st
+// progressPrinter prints one human line per step as the run goes.
+type progressPrinter struct {
+	agent.BaseObserver
+	w io.Writer
 }
 
-func traceRun(task string, r *agent.Result) trace.Run {
-	return trace.Run{
-		Task: task, Success: r.Success, Done: r.Done, FinalText: r.FinalText, Output: r.StructuredOutput,
-		Errors: r.Errors, Steps: r.Steps, PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens,
-	}
-}
+// StepEnded implements agent.Observer.
+func (p progressPrinter) StepEnded(_ context.Context, it agent.HistoryItem) { printStep(p.w, it) }
 
 // printStep writes one human line per step, and one per action.
 func printStep(w io.Writer, it agent.HistoryItem) {
@@ -231,45 +169,6 @@ func oneLine(s string, max int) string {
 	}
 	return s
 }
-
-// tracedModel records every model call in the trace: prompt size, images,
-// tokens, latency, error.
-type tracedModel struct {
-	inner llm.Model
-	w     *trace.Writer
-	step  func() int
-}
-
-func (m *tracedModel) Name() string { return m.inner.Name() }
-
-func (m *tracedModel) Generate(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	rec := trace.Model{Step: m.step(), Model: m.inner.Name()}
-	for _, msg := range req.Messages {
-		for _, p := range msg.Parts {
-			rec.PromptChars += len(p.Text)
-			if p.Image != nil {
-				rec.Images++
-			}
-		}
-	}
-	start := time.Now()
-	resp, err := m.inner.Generate(ctx, req)
-	rec.LatencyMS = float64(time.Since(start)) / float64(time.Millisecond)
-	if resp != nil {
-		rec.PromptTokens, rec.CompletionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
-		if resp.Model != "" {
-			rec.Model = resp.Model
-		}
-	}
-	if err != nil {
-		rec.Error = err.Error()
-	}
-	_ = m.w.Write(trace.TypeModel, rec)
-	return resp, err
-}
-
-// CloseIdleConnections passes through to providers that pool connections.
-func (m *tracedModel) CloseIdleConnections() { llm.CloseIdleConnections(m.inner) }
 
 // printOutcome prints a finished run as JSON or for people; nothing when
 // the run did not start.

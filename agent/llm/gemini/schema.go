@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/browseragent/browseragent/agent/internal/schemax"
 	"github.com/browseragent/browseragent/agent/llm"
-	"github.com/browseragent/browseragent/agent/llm/internal/schemax"
 )
 
 // openAPIKeys are the Schema fields Gemini's responseSchema accepts.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/browseragent/browseragent/agent/internal/schemax"
 	"github.com/browseragent/browseragent/agent/llm"
-	"github.com/browseragent/browseragent/agent/llm/internal/schemax"
 )
 
 // StrictSchema adapts a JSON Schema for OpenAI's strict structured outputs:

@@ -1,6 +1,7 @@
-// Package schemax is an order-preserving JSON tree for adapting JSON
-// Schemas per provider. Key order matters: with constrained decoding the
-// model generates properties in schema order (e.g. "thinking" before
+// Package schemax is an order-preserving JSON tree for JSON Schemas:
+// package agent builds the action and reply schemas with it, and the
+// providers adapt them with it. Key order matters: with constrained decoding
+// the model generates properties in schema order (e.g. "thinking" before
 // "action"), so a round trip through map[string]any would change behaviour.
 package schemax
 

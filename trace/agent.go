@@ -1,0 +1,119 @@
+package trace
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/browseragent/browseragent/agent"
+)
+
+// AgentObserver writes an agent run into a trace: a TypeModel record per
+// model call, a TypeStep record per step (goal, actions with verdicts and
+// evidence — failed ones included —, the screenshot's path and SHA-256) and
+// a TypeRun record with the result. It is an agent.Observer: put it in
+// agent.Settings.Observers. Write errors are kept (Err), not returned: an
+// agent does not stop because its trace failed, but the caller can tell.
+type AgentObserver struct {
+	agent.BaseObserver
+	w       *Writer
+	dir     string
+	task    string
+	started time.Time
+	err     error
+}
+
+// NewAgentObserver returns an observer writing to w. dir is the directory
+// the trace file is in: screenshot paths are recorded relative to it, so
+// that the report finds them next to the trace.
+func NewAgentObserver(w *Writer, dir string) *AgentObserver {
+	return &AgentObserver{w: w, dir: dir}
+}
+
+// Err returns the first write error, if any.
+func (o *AgentObserver) Err() error { return o.err }
+
+func (o *AgentObserver) write(typ string, data any) {
+	if err := o.w.Write(typ, data); err != nil && o.err == nil {
+		o.err = err
+	}
+}
+
+// RunStarted implements agent.Observer.
+func (o *AgentObserver) RunStarted(_ context.Context, r agent.RunInfo) {
+	o.task, o.started = r.Task, r.Started
+}
+
+// ModelCalled implements agent.Observer.
+func (o *AgentObserver) ModelCalled(_ context.Context, c agent.ModelCall) {
+	rec := Model{
+		Step: c.Step, Model: c.Model, PromptChars: c.PromptChars, Images: c.Images,
+		PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens,
+		LatencyMS: float64(c.Latency) / float64(time.Millisecond),
+	}
+	if c.ResponseModel != "" {
+		rec.Model = c.ResponseModel
+	}
+	if c.Err != nil {
+		rec.Error = c.Err.Error()
+	}
+	o.write(TypeModel, rec)
+}
+
+// StepEnded implements agent.Observer.
+func (o *AgentObserver) StepEnded(_ context.Context, it agent.HistoryItem) {
+	o.write(TypeStep, StepRecord(o.dir, it))
+}
+
+// RunEnded implements agent.Observer.
+func (o *AgentObserver) RunEnded(_ context.Context, res *agent.Result, _ error) {
+	if res == nil {
+		return
+	}
+	run := Run{
+		Task: o.task, Success: res.Success, Done: res.Done, FinalText: res.FinalText, Output: res.StructuredOutput,
+		Errors: res.Errors, Steps: res.Steps, PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens,
+	}
+	if !o.started.IsZero() {
+		run.DurationMS = float64(time.Since(o.started)) / float64(time.Millisecond)
+	}
+	o.write(TypeRun, run)
+}
+
+// StepRecord turns an agent history item into a TypeStep record's data; the
+// screenshot is referenced relative to dir with its SHA-256.
+func StepRecord(dir string, it agent.HistoryItem) Step {
+	st := Step{
+		Step: it.Step, URL: it.State.URL, Title: it.State.Title, Error: it.Error,
+		DurationMS:   float64(it.EndedAt.Sub(it.StartedAt)) / float64(time.Millisecond),
+		PromptTokens: it.Usage.PromptTokens, CompletionTokens: it.Usage.CompletionTokens,
+	}
+	if o := it.Output; o != nil {
+		st.Evaluation, st.Memory, st.NextGoal = o.EvaluationPreviousGoal, o.Memory, o.NextGoal
+	}
+	for _, ar := range it.Actions {
+		ta := Action{Name: ar.Name, Params: ar.Params, Verdict: string(ar.Verdict), Detail: ar.Result.Text, Error: ar.Error}
+		if oc := ar.Result.Outcome; oc != nil {
+			ta.Before, _ = json.Marshal(oc.Before)
+			ta.After, _ = json.Marshal(oc.After)
+			if oc.Detail != "" {
+				ta.Detail = oc.Detail
+			}
+		}
+		st.Actions = append(st.Actions, ta)
+	}
+	if p := it.State.ScreenshotPath; p != "" {
+		if b, err := os.ReadFile(p); err == nil {
+			sum := sha256.Sum256(b)
+			st.ScreenshotSHA256 = hex.EncodeToString(sum[:])
+			if rel, err := filepath.Rel(dir, p); err == nil {
+				st.Screenshot = rel
+			}
+		}
+	}
+	return st
+}
