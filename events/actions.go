@@ -116,8 +116,8 @@ type SendKeysResult struct {
 var SendKeys = guard[SendKeysEvent, SendKeysResult]("SendKeys", 60*sec)
 
 // UploadFileEvent asks to set a file input's files. Emitted by the agent's
-// upload action; handled by an upload policy guard (may this file be
-// uploaded) and the actions watchdog.
+// upload action; handled by the actions watchdog, whose upload policy
+// decides first whether each file may leave the machine.
 type UploadFileEvent struct {
 	Target
 	Paths []string

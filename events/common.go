@@ -76,8 +76,8 @@ const (
 
 // ActionError is the error of an action that failed. Action handlers return
 // it together with their result, whose Outcome is the same: Verdict failed,
-// the evidence read before and after (empty when the action failed before it
-// touched the page) and Detail. The bus wraps it in a *bus.HandlerError;
+// Detail, and the evidence read before and after (for an action refused
+// before it touched the page, both are the page as it was then). The bus wraps it in a *bus.HandlerError;
 // errors.As reaches it, so a caller that kept only the error still has the
 // evidence:
 //

@@ -1,9 +1,10 @@
 package events
 
 // DialogOpenedEvent reports a JavaScript dialog (alert, confirm, prompt,
-// beforeunload). Emitted by the popups watchdog (Page.javascriptDialogOpening);
-// handled by the trace and the agent's action fence (verdict "dialog"). The
-// popups watchdog's dialog policy decides; DialogHandled reports the decision.
+// beforeunload). Emitted by the popups watchdog (Page.javascriptDialogOpening)
+// before its policy decides; for observers and the trace. DialogHandled
+// reports the decision. (An action learns of its dialog from CDP directly:
+// verdict "dialog".)
 type DialogOpenedEvent struct {
 	TargetID      string
 	FrameID       string

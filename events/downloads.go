@@ -1,8 +1,9 @@
 package events
 
 // DownloadStartedEvent reports a download the browser began. Emitted by the
-// downloads watchdog (Browser.downloadWillBegin); handled by the trace and
-// the action that caused it (verdict "download").
+// downloads watchdog (Browser.downloadWillBegin); for observers and the
+// trace. (An action learns of its download from CDP directly: verdict
+// "download".)
 type DownloadStartedEvent struct {
 	GUID              string
 	URL               string
@@ -26,8 +27,8 @@ type DownloadProgressEvent struct {
 var DownloadProgress = def[DownloadProgressEvent, None]("DownloadProgress", 5*sec)
 
 // FileDownloadedEvent reports a finished download on disk. Emitted by the
-// downloads watchdog; handled by the Session (list of downloaded files shown
-// to the model) and the trace.
+// downloads watchdog once the file has its final name; for observers and
+// the trace.
 type FileDownloadedEvent struct {
 	GUID         string
 	URL          string

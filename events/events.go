@@ -8,9 +8,11 @@
 // (TabCreated, NavigationComplete, …) have the result type None; they are
 // usually emitted fire-and-forget with bus.Emit.
 //
-// Every event's doc comment says who emits it and who handles it. "Session"
-// is session.Session, "actions watchdog" is watchdogs' default action
-// watchdog, and so on. The package depends only on bus.
+// Every event's doc comment says who emits it and who handles it in the
+// default set. "Session" is session.Session, "the actions watchdog" is
+// package watchdogs/actions, and so on. A deployment that replaces a
+// watchdog must answer the events it handled. The package depends only on
+// bus.
 //
 // Timeouts are the per-handler defaults; override them per bus with
 // Timeouts.Options (configuration) or TimeoutsFromEnv (environment), or per

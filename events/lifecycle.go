@@ -16,7 +16,8 @@ var BrowserStop = def[BrowserStopEvent, None]("BrowserStop", 45*sec)
 
 // BrowserStoppedEvent reports that the session is stopping: the last event
 // before the bus closes. Dispatched and awaited by Session.Stop after
-// BrowserStop; for observers and audits (Reason says why).
+// BrowserStop; handled by the crash watchdog (stops reconnecting), and for
+// observers and audits (Reason says why).
 type BrowserStoppedEvent struct {
 	Reason string
 }
@@ -24,8 +25,10 @@ type BrowserStoppedEvent struct {
 // BrowserStopped reports a stop (30 s).
 var BrowserStopped = def[BrowserStoppedEvent, None]("BrowserStopped", 30*sec)
 
-// BrowserConnectedEvent reports a live CDP connection. Emitted by the
-// Session; handled by the permissions, storage-state, recording watchdogs.
+// BrowserConnectedEvent reports a live CDP connection. Dispatched and
+// awaited by Session.Start; handled by the security (commit watcher),
+// downloads (download behaviour), permissions (grants), storage-state
+// (cookies), crash (connection monitor) and recording watchdogs.
 type BrowserConnectedEvent struct {
 	CDPURL string
 }
@@ -34,8 +37,9 @@ type BrowserConnectedEvent struct {
 var BrowserConnected = def[BrowserConnectedEvent, None]("BrowserConnected", 30*sec)
 
 // BrowserErrorEvent reports an error the runtime wants visible (a blocked
-// navigation, a failed launch). Emitted by any watchdog; handled by the
-// trace and the agent (it reaches the model).
+// navigation, a dialog policy that failed, a crashed tab, a lost
+// connection). Emitted by the security, popups, downloads and crash
+// watchdogs; for observers and the trace.
 type BrowserErrorEvent struct {
 	Type    string
 	Message string
@@ -47,7 +51,7 @@ var BrowserError = def[BrowserErrorEvent, None]("BrowserError", 30*sec)
 
 // TargetCrashedEvent reports a crashed target (renderer gone). Emitted by
 // the Session (Inspector.targetCrashed / Target.targetCrashed); handled by
-// the crash watchdog and the Session (tab model).
+// the crash watchdog.
 type TargetCrashedEvent struct {
 	TargetID string
 	Error    string
@@ -57,8 +61,7 @@ type TargetCrashedEvent struct {
 var TargetCrashed = def[TargetCrashedEvent, None]("TargetCrashed", 10*sec)
 
 // BrowserReconnectingEvent reports a reconnect attempt after the websocket
-// was lost. Emitted by the Session; handled by the trace and by handlers
-// that pause work (circuit breaker).
+// was lost. Emitted by the crash watchdog; for observers and the trace.
 type BrowserReconnectingEvent struct {
 	CDPURL      string
 	Attempt     int
@@ -68,8 +71,9 @@ type BrowserReconnectingEvent struct {
 // BrowserReconnecting reports a reconnect attempt (30 s).
 var BrowserReconnecting = def[BrowserReconnectingEvent, None]("BrowserReconnecting", 30*sec)
 
-// BrowserReconnectedEvent reports a restored connection. Emitted by the
-// Session; handled by watchdogs that re-subscribe.
+// BrowserReconnectedEvent reports a restored connection (Session.Reconnect
+// succeeded). Emitted by the crash watchdog; handled by the watchdogs that
+// listen on the connection itself: security, downloads and recording.
 type BrowserReconnectedEvent struct {
 	CDPURL   string
 	Attempt  int

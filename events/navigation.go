@@ -14,8 +14,8 @@ const (
 )
 
 // NavigateToURLEvent asks to load URL in the focused tab, or in a new tab.
-// Emitted by the agent's navigate/search/new-tab actions and by watchdogs
-// (about:blank recovery). Handled by the security watchdog first (a guard:
+// Emitted by the agent's navigate and search actions. Handled by the
+// security watchdog first (a guard:
 // its policy error stops the chain, so a blocked URL is never loaded) and
 // then by the Session, which navigates and emits NavigationStarted/Complete
 // (and TabCreated/SwitchTab for NewTab).
@@ -46,8 +46,8 @@ type NavigateResult struct {
 var NavigateToURL = guard[NavigateToURLEvent, NavigateResult]("NavigateToURL", 30*sec)
 
 // NavigationStartedEvent reports that a navigation began in a target.
-// Emitted by the Session; handled by the security watchdog (redirect checks),
-// recording and trace.
+// Emitted (and awaited) by the Session before it navigates; for observers
+// and the trace (redirects are checked by request interception).
 type NavigationStartedEvent struct {
 	TargetID string
 	URL      string
@@ -57,9 +57,10 @@ type NavigationStartedEvent struct {
 var NavigationStarted = def[NavigationStartedEvent, None]("NavigationStarted", 30*sec)
 
 // NavigationCompleteEvent reports that a navigation finished or failed.
-// Emitted by the Session; handled by the security watchdog (final URL check:
-// a forbidden page is replaced with about:blank), the downloads watchdog
-// (PDF heuristics), and the trace.
+// Emitted (and awaited) by the Session; handled by the security watchdog
+// (final URL check: a forbidden page is replaced with about:blank), the
+// downloads watchdog (PDF auto-download), the storage-state watchdog (notes
+// the origin) and the trace.
 type NavigationCompleteEvent struct {
 	TargetID      string
 	URL           string

@@ -1,9 +1,9 @@
 package events
 
 // SaveStorageStateEvent asks to save cookies and local storage to Path
-// ("" = the profile's storage_state path). Emitted by the Session (stop,
-// auto-save) and embedders; handled by the storage-state watchdog, which
-// emits StorageStateSaved.
+// ("" = the watchdog's configured path). Dispatched by embedders (the
+// storage-state watchdog also saves on BrowserStop by itself); handled by
+// the storage-state watchdog, which emits StorageStateSaved.
 type SaveStorageStateEvent struct {
 	Path string
 }
@@ -19,9 +19,10 @@ type StorageStateResult struct {
 var SaveStorageState = def[SaveStorageStateEvent, StorageStateResult]("SaveStorageState", 45*sec)
 
 // LoadStorageStateEvent asks to load cookies and local storage from Path
-// ("" = the profile's path). Emitted by the storage-state watchdog on
-// connect and by embedders; handled by the storage-state watchdog, which
-// emits StorageStateLoaded.
+// ("" = the watchdog's configured path). Dispatched by embedders (the
+// storage-state watchdog loads its configured file on BrowserConnected by
+// itself); handled by the storage-state watchdog, which emits
+// StorageStateLoaded.
 type LoadStorageStateEvent struct {
 	Path string
 }

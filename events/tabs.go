@@ -1,8 +1,9 @@
 package events
 
-// TabCreatedEvent reports a new page target. Emitted by the Session when a
-// target appears; handled by the Session (tab model), the security watchdog
-// (closes forbidden tabs), popups, downloads and about:blank watchdogs.
+// TabCreatedEvent reports a new page target (a tab the session opened, or
+// one the page opened). Emitted by the Session once the tab is attached and
+// prepared; handled by the security watchdog (closes a popup on a refused
+// URL) and the trace.
 type TabCreatedEvent struct {
 	TargetID string
 	URL      string
@@ -13,8 +14,8 @@ type TabCreatedEvent struct {
 var TabCreated = def[TabCreatedEvent, None]("TabCreated", 30*sec)
 
 // TabClosedEvent reports that a page target went away. Emitted by the
-// Session; handled by the Session (focus moves), downloads and about:blank
-// watchdogs.
+// Session after it updated its tab model (and moved the focus if needed);
+// handled by the security watchdog (forgets the tab) and the trace.
 type TabClosedEvent struct {
 	TargetID string
 }
@@ -39,8 +40,9 @@ type SwitchTabResult struct {
 // SwitchTab is a focus change request (10 s).
 var SwitchTab = def[SwitchTabEvent, SwitchTabResult]("SwitchTab", 10*sec)
 
-// CloseTabEvent asks to close a tab. Emitted by the agent's close action and
-// by the security and about:blank watchdogs; handled by the Session.
+// CloseTabEvent asks to close a tab. Emitted by the agent's close_tab
+// action, the security watchdog (a popup on a refused URL) and the crash
+// watchdog (CloseTab policy); handled by the Session.
 type CloseTabEvent struct {
 	TargetID string
 }
@@ -49,8 +51,9 @@ type CloseTabEvent struct {
 var CloseTab = def[CloseTabEvent, None]("CloseTab", 10*sec)
 
 // AgentFocusChangedEvent reports that the agent's focused tab changed.
-// Emitted by the Session; handled by the recording watchdog (follows focus),
-// the DOM watchdog (drops caches) and the agent's action fence.
+// Emitted by the Session; handled by the DOM watchdog (drops its previous
+// selector maps) and the recording watchdog (follows the focus). The agent
+// reads the focus from the session instead (its batch fence).
 type AgentFocusChangedEvent struct {
 	TargetID string
 	URL      string

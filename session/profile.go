@@ -81,10 +81,10 @@ type Profile struct {
 
 // Profile defaults, exported so that callers and docs can name them.
 const (
-	DefaultViewportWidth      = 1280
-	DefaultViewportHeight     = 800
-	DefaultSameSiteLoadWait   = 3 * time.Second
-	DefaultCrossSiteLoadWait  = 8 * time.Second
+	DefaultViewportWidth     = 1280
+	DefaultViewportHeight    = 800
+	DefaultSameSiteLoadWait  = 3 * time.Second
+	DefaultCrossSiteLoadWait = 8 * time.Second
 )
 
 // withDefaults returns p with every zero field set to its default.

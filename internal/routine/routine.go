@@ -1,7 +1,8 @@
 // Package routine owns goroutines: a Group starts them with a context of its
 // own and Stop cancels that context and joins them. Every long-lived
-// goroutine of a watchdog or the session belongs to exactly one Group, so
-// that stopping the owner stops (and waits for) everything it started.
+// goroutine of a watchdog belongs to exactly one Group, created in Attach
+// and stopped in Detach, so that stopping the owner stops (and waits for)
+// everything it started.
 package routine
 
 import (

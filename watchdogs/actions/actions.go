@@ -153,7 +153,8 @@ func (p UploadDirPolicy) AllowUpload(_ context.Context, path string) error {
 const Name = "actions"
 
 // Watchdog is the default action watchdog: it performs the agent's element
-// actions (click, type, scroll, keys, dropdowns, hover, upload, wait) with
+// actions (click, type, scroll, keys, dropdowns, hover, upload, evaluate,
+// wait) with
 // real input events over CDP and reports each one's verdict from the
 // session's before/after evidence. Navigation, history and tab events are
 // the session's own.
@@ -175,7 +176,7 @@ const Name = "actions"
 //   - Typed text never reaches logs or errors; ActualValue is masked for
 //     sensitive text and password fields.
 //
-// An Watchdog holds no goroutines between events; one value may be attached
+// A Watchdog holds no goroutines between events; one value may be attached
 // to several sessions.
 type Watchdog struct {
 	cfg Config

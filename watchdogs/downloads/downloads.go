@@ -70,6 +70,9 @@ var ErrDownloadNotFound = errors.New("downloads: download not in progress")
 
 // Config configures [New]. The zero value is usable.
 type Config struct {
+	// Logger receives debug and warning messages. Default: the session's
+	// logger, named after the watchdog.
+	Logger *zap.Logger
 	// Dir receives the downloads. Default: the session profile's
 	// DownloadsDir; when both are empty, a temporary directory created at
 	// Attach and removed (with its files) on Detach. A directory given here
@@ -194,7 +197,10 @@ func (w *Watchdog) Attach(s *session.Session) error {
 	w.group = routine.New(context.Background())
 	w.dir, w.tempDir = abs, temp
 	w.autoPDF = w.cfg.AutoDownloadPDFs || prof.AutoDownloadPDFs
-	w.log = s.Logger().Named(Name)
+	w.log = w.cfg.Logger
+	if w.log == nil {
+		w.log = s.Logger().Named(Name)
+	}
 	w.active = map[string]*active{}
 	w.done = map[string]bool{}
 	w.files = nil

@@ -1,3 +1,8 @@
+// Package screenshot is the screenshot watchdog: it answers
+// events.Screenshot with a PNG of a tab (viewport, full page or a clip).
+// The DOM watchdog asks it for the image of every observation through the
+// bus; a deployment that replaces it by name (see
+// examples/redact-screenshots) replaces every screenshot the runtime takes.
 package screenshot
 
 import (

@@ -67,6 +67,9 @@ var ErrNoPath = errors.New("storagestate: no storage state file (set the event's
 
 // Config configures the storage-state watchdog. The zero value is usable.
 type Config struct {
+	// Logger receives debug and warning messages. Default: the session's
+	// logger, named after the watchdog.
+	Logger *zap.Logger
 	// Path overrides the profile's StorageStatePath. Default empty: the
 	// profile's; both empty: nothing is loaded or saved unless an event
 	// names a path.
@@ -181,7 +184,10 @@ func (w *Watchdog) Attach(s *session.Session) error {
 	}
 	w.mu.Lock()
 	w.sess = s
-	w.log = s.Logger().Named(Name)
+	w.log = w.cfg.Logger
+	if w.log == nil {
+		w.log = s.Logger().Named(Name)
+	}
 	w.group = routine.New(context.Background())
 	w.initial = initial
 	w.seed, w.seedSrc = seed, src
