@@ -20,6 +20,7 @@ import (
 	"github.com/browseragent/browseragent/agent/llm/scripted"
 	"github.com/browseragent/browseragent/session"
 	"github.com/browseragent/browseragent/watchdogs"
+	"github.com/browseragent/browseragent/watchdogs/popups"
 )
 
 const page = `<!doctype html><title>Account</title>
@@ -39,23 +40,25 @@ func run(ctx context.Context, out io.Writer, runDir string) error {
 	// The same server under another host name: not allowed by the profile.
 	elsewhere := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
 
-	// A dialog policy: never accept a confirm, and keep a record.
+	// A dialog policy: never accept a confirm, and keep a record. The
+	// popups watchdog given to the session replaces the default one (same
+	// name); the DOM watchdog learns the decisions from its events.
 	var mu sync.Mutex
 	var decided []string
-	popups := watchdogs.NewPopups(watchdogs.PopupsConfig{
+	dialogs := popups.New(popups.Config{
 		PolicyName: "deployment",
-		Policy: watchdogs.DialogPolicyFunc(func(_ context.Context, d watchdogs.Dialog) watchdogs.DialogDecision {
+		Policy: popups.DialogPolicyFunc(func(_ context.Context, d popups.Dialog) popups.DialogDecision {
 			mu.Lock()
 			decided = append(decided, d.Type+": "+d.Message)
 			mu.Unlock()
 			if d.Type == "alert" {
-				return watchdogs.DialogDecision{Accept: true}
+				return popups.DialogDecision{Accept: true}
 			}
-			return watchdogs.DialogDecision{Accept: false, Reason: "confirms need a person in this deployment"}
+			return popups.DialogDecision{Accept: false, Reason: "confirms need a person in this deployment"}
 		}),
 	})
 	profile := session.Profile{AllowedDomains: []string{"127.0.0.1"}}
-	s := watchdogs.NewSession(profile, session.WithWatchdogs(popups, watchdogs.NewDOM(watchdogs.DOMConfig{Dialogs: popups})))
+	s := watchdogs.NewSession(profile, session.WithWatchdogs(dialogs))
 	if err := s.Start(ctx); err != nil {
 		return err
 	}
