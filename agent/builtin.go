@@ -358,7 +358,8 @@ func (ac *ActionContext) currentURL() string {
 func (ac *ActionContext) navigate(ctx context.Context, u string, newTab bool) (ActionResult, error) {
 	res, err := bus.Call(ctx, ac.Browser.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: u, NewTab: newTab})
 	if err != nil {
-		return ActionResult{}, err
+		// A navigation the browser failed still says where the tab is.
+		return outcomeResult(fmt.Sprintf("Opened %s", u), res.Outcome), err
 	}
 	r := outcomeResult(fmt.Sprintf("Opened %s", res.URL), res.Outcome)
 	if res.HTTPStatus >= 400 {

@@ -102,22 +102,38 @@ func (s *Session) onNavigate(ctx context.Context, ev events.NavigateToURLEvent) 
 	report(ctx, s, events.NavigationComplete, complete)
 	res.TargetID, res.URL = string(id), out.URL
 	res.Outcome = s.outcome(ctx, before, err)
-	if out.Download {
+	switch {
+	case err != nil:
+	case out.Download:
 		res.Outcome.Verdict, res.Outcome.Detail = events.VerdictDownload, "the URL started a download"
-	} else if out.Loading != "" {
+	case out.Loading != "":
 		res.Outcome.Detail = out.Loading
 	}
-	return res, err
+	return res, actionError(events.NavigateToURL.Name, res.Outcome, err)
+}
+
+// actionError makes a failed navigation an *events.ActionError carrying its
+// outcome (verdict failed, the evidence before and after), as the failure
+// of every action is; nil stays nil.
+func actionError(kind string, o events.ActionOutcome, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &events.ActionError{Action: kind, Outcome: o, Err: err}
 }
 
 func (s *Session) onHistory(ctx context.Context, delta int) (events.HistoryResult, error) {
 	before := s.evidence(ctx)
 	out, err := s.historyStep(ctx, target.ID(before.FocusedTarget), delta)
 	res := events.HistoryResult{Outcome: s.outcome(ctx, before, err)}
-	if out.Loading != "" {
+	if err == nil && out.Loading != "" {
 		res.Outcome.Detail = out.Loading
 	}
-	return res, err
+	kind := events.GoBack.Name
+	if delta > 0 {
+		kind = events.GoForward.Name
+	}
+	return res, actionError(kind, res.Outcome, err)
 }
 
 func (s *Session) onRefresh(ctx context.Context, _ events.RefreshEvent) (events.HistoryResult, error) {
@@ -128,10 +144,10 @@ func (s *Session) onRefresh(ctx context.Context, _ events.RefreshEvent) (events.
 		// A reload replaces the document even when it looks the same.
 		res.Outcome.Verdict = events.VerdictChanged
 	}
-	if out.Loading != "" {
+	if err == nil && out.Loading != "" {
 		res.Outcome.Detail = out.Loading
 	}
-	return res, err
+	return res, actionError(events.Refresh.Name, res.Outcome, err)
 }
 
 func (s *Session) onSwitchTab(ctx context.Context, ev events.SwitchTabEvent) (events.SwitchTabResult, error) {

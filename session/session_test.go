@@ -179,11 +179,21 @@ func TestNavigationErrorsAndHistory(t *testing.T) {
 		t.Fatalf("refresh: %+v %v", rel.Outcome, err)
 	}
 
-	// A refused connection is a NavigationError, reported with its net error.
-	_, err = bus.Call(ctxT(t), s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: "http://127.0.0.1:1/"})
+	// A refused connection is a NavigationError, reported with its net
+	// error, inside an ActionError whose outcome (also the result's) says
+	// failed and where the tab is.
+	res, err := bus.Call(ctxT(t), s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: "http://127.0.0.1:1/"})
 	var ne *session.NavigationError
 	if !errors.As(err, &ne) || !strings.Contains(ne.ErrorText, "ERR_") {
 		t.Fatalf("navigate to closed port = %v, want *NavigationError", err)
+	}
+	var ae *events.ActionError
+	if !errors.As(err, &ae) || ae.Outcome.Verdict != events.VerdictFailed || res.Outcome.Verdict != events.VerdictFailed ||
+		res.Outcome.Before.URL == "" || res.Outcome.After.URL == "" {
+		t.Fatalf("failed navigation: error %v, outcome %+v", err, res.Outcome)
+	}
+	if _, err := bus.Call(ctxT(t), s.Bus(), events.GoForward, events.GoForwardEvent{}); !errors.As(err, &ae) || ae.Action != "GoForward" {
+		t.Fatalf("forward past the end = %v, want an ActionError", err)
 	}
 }
 
