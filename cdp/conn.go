@@ -37,6 +37,8 @@ type options struct {
 	eventBuffer     int
 	writeBufferSize int
 	handshake       time.Duration
+	probeAfter      time.Duration // <0: no probes
+	stallTimeout    time.Duration // <0: no stall detection
 }
 
 func defaultOptions() options {
@@ -45,7 +47,18 @@ func defaultOptions() options {
 		eventBuffer:     DefaultEventBuffer,
 		writeBufferSize: DefaultWriteBufferSize,
 		handshake:       DefaultHandshakeTimeout,
+		probeAfter:      DefaultProbeAfter,
+		stallTimeout:    DefaultStallTimeout,
 	}
+}
+
+// keepalive returns the effective probe interval and stall timeout.
+func (o *options) keepalive() (probeAfter, stallTimeout time.Duration) {
+	probeAfter, stallTimeout = o.probeAfter, o.stallTimeout
+	if probeAfter > 0 && stallTimeout > 0 && probeAfter >= stallTimeout {
+		probeAfter = stallTimeout / 2 // a probe must have time to be answered
+	}
+	return probeAfter, stallTimeout
 }
 
 // WithHeader adds HTTP headers to the websocket handshake (and to the
@@ -91,21 +104,58 @@ func WithHandshakeTimeout(d time.Duration) Option {
 	}
 }
 
+// WithKeepalive sets how the Conn watches the connection's liveness. The
+// connection is silent while nothing arrives from the browser (every byte
+// read counts, so a 40 MB message arriving slowly is not silence, and so
+// does the progress of a large command being written). After
+// probeAfter of silence the Conn sends a probe command (Browser.getVersion
+// on the browser session; its answer is ignored), and again every
+// probeAfter while the silence lasts. After stallTimeout of silence it
+// fails the connection: every pending call, later call and subscription
+// fails with an error wrapping ErrConnectionLost, ErrStalled and a
+// *StallError, as for a lost connection.
+//
+// Defaults: DefaultProbeAfter (3 s) and DefaultStallTimeout (10 s). Zero
+// keeps a default; a negative value disables that half (no probes: a quiet
+// but healthy connection is then failed after stallTimeout unless callers
+// keep it busy; no stall timeout: probes only, for example to keep a proxy
+// from closing an idle connection). A probeAfter not below stallTimeout is
+// replaced by stallTimeout/2. Raise stallTimeout for a remote browser behind
+// a slow uplink when commands of several MB are sent: data still queued in
+// the kernel's buffers is not seen as progress.
+func WithKeepalive(probeAfter, stallTimeout time.Duration) Option {
+	return func(o *options) {
+		if probeAfter != 0 {
+			o.probeAfter = probeAfter
+		}
+		if stallTimeout != 0 {
+			o.stallTimeout = stallTimeout
+		}
+	}
+}
+
 // Conn is one websocket connection to a browser endpoint. It multiplexes the
 // flat sessions of all attached targets. All methods are safe for concurrent
 // use.
 //
-// A Conn owns two goroutines (a reader and a writer) plus one short-lived
+// A Conn owns two goroutines (a reader and a writer), a heartbeat goroutine
+// unless keepalive is disabled (see WithKeepalive), plus one short-lived
 // goroutine per auto-attached target that runs the attach hook; Close stops
 // them all. A Conn must be closed even after the connection was lost.
+//
+// The Conn detects a dead or stalled peer by itself (WithKeepalive), and a
+// message it cannot decode never leaves a caller waiting: see
+// ErrCorruptMessage and CodeUndecodable.
 type Conn struct {
 	ws          *websocket.Conn
 	log         *zap.Logger
 	eventBuffer int
 	url         string
+	act         *activity // progress of the network connection
 
 	nextID  atomic.Int64
 	writeCh chan []byte
+	probeCh chan []byte // buffered 1; the heartbeat's probes
 
 	hookCtx    context.Context
 	hookCancel context.CancelFunc
@@ -163,11 +213,13 @@ func Dial(ctx context.Context, wsURL string, opts ...Option) (*Conn, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	act := newActivity()
 	d := websocket.Dialer{
 		Proxy:            http.ProxyFromEnvironment,
 		HandshakeTimeout: o.handshake,
 		ReadBufferSize:   64 << 10,
 		WriteBufferSize:  o.writeBufferSize,
+		NetDialContext:   dialActivity(act), // TLS, if any, runs above it
 	}
 	ws, resp, err := d.DialContext(ctx, wsURL, o.header)
 	if resp != nil && resp.Body != nil {
@@ -185,7 +237,9 @@ func Dial(ctx context.Context, wsURL string, opts ...Option) (*Conn, error) {
 		log:         o.logger.Named("cdp"),
 		eventBuffer: o.eventBuffer,
 		url:         wsURL,
+		act:         act,
 		writeCh:     make(chan []byte),
+		probeCh:     make(chan []byte, 1),
 		pending:     make(map[int64]*pendingCall),
 		sessions:    make(map[target.SessionID]*Session),
 		subs:        make(map[*Subscription]struct{}),
@@ -193,9 +247,14 @@ func Dial(ctx context.Context, wsURL string, opts ...Option) (*Conn, error) {
 	}
 	c.hookCtx, c.hookCancel = context.WithCancel(context.Background())
 	c.browser = c.newSessionLocked("", "", nil, nil)
+	act.touch() // the handshake's reply has arrived
 	c.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
+	if probeAfter, stallTimeout := o.keepalive(); probeAfter > 0 || stallTimeout > 0 {
+		c.wg.Add(1)
+		go c.heartbeat(probeAfter, stallTimeout)
+	}
 	return c, nil
 }
 
@@ -290,16 +349,22 @@ func (c *Conn) fail(err error) {
 func (c *Conn) writeLoop() {
 	defer c.wg.Done()
 	for {
+		var data []byte
 		select {
-		case data := <-c.writeCh:
-			if ce := c.log.Check(zap.DebugLevel, "send"); ce != nil {
-				ce.Write(zap.ByteString("msg", truncate(data)))
-			}
-			if err := c.ws.WriteMessage(websocket.TextMessage, data); err != nil {
-				c.fail(lostError(err))
-				return
-			}
+		case data = <-c.writeCh:
+		case data = <-c.probeCh:
 		case <-c.done:
+			return
+		}
+		if ce := c.log.Check(zap.DebugLevel, "send"); ce != nil {
+			ce.Write(zap.ByteString("msg", truncate(data)))
+		}
+		if err := c.ws.WriteMessage(websocket.TextMessage, data); err != nil {
+			if c.closing.Load() {
+				c.fail(ErrClosed)
+			} else {
+				c.fail(lostError(err))
+			}
 			return
 		}
 	}
@@ -322,7 +387,9 @@ func (c *Conn) readLoop() {
 		}
 		var msg wireMsg
 		if err := jsonv2.Unmarshal(data, &msg, decodeOpts); err != nil {
-			c.log.Warn("undecodable message ignored", zap.Error(err), zap.ByteString("msg", truncate(data)))
+			if !c.handleUndecodable(data, err) {
+				return
+			}
 			continue
 		}
 		if msg.ID != 0 {

@@ -26,16 +26,37 @@ const EnvChrome = "BROWSERAGENT_CHROME"
 // owner process is dead.
 const ProfilePrefix = "browseragent-profile-"
 
-// ownerFile is written in every temporary profile; it holds the PID of the
-// Go process that owns the browser.
+// TempDirPrefix is the name prefix of the directory Launch makes under
+// os.TempDir() to be the browser's TMPDIR when the caller gives a
+// UserDataDir (with a temporary profile, the TMPDIR is the profile's "tmp"
+// folder instead). Close removes it; Launch reaps leftovers with this prefix
+// whose owner process is dead, like profiles.
+const TempDirPrefix = "browseragent-tmp-"
+
+// ownerFile is written in every temporary profile and private TMPDIR; it
+// holds the PID of the Go process that owns the browser.
 const ownerFile = "browseragent-owner"
+
+// profileTmp is the browser's TMPDIR inside a temporary profile.
+const profileTmp = "tmp"
 
 // Launch defaults.
 const (
 	DefaultStartTimeout = 30 * time.Second
 	DefaultWindowWidth  = 1280
 	DefaultWindowHeight = 800
+	// DefaultGracefulClose bounds how long Close waits for the browser to
+	// quit by itself before killing it. Chromium 156 quits on SIGINT in
+	// 0.3–1 s on an idle machine and took up to 2.6 s on a loaded 2-core
+	// one (measured); a browser that takes longer is killed, which loses
+	// nothing of ours (Close removes the temporary directories either way)
+	// but may lose the last writes to a caller's UserDataDir.
+	DefaultGracefulClose = 3 * time.Second
 )
+
+// cleanupTimeout bounds, after the browser was reaped, the wait for the
+// rest of its process group and the removal of the temporary directories.
+const cleanupTimeout = 15 * time.Second
 
 // debianRealChromium is the binary that Debian's /usr/bin/chromium shell
 // wrapper execs. Starting it directly skips the wrapper's extra flags from
@@ -74,7 +95,7 @@ type LaunchOptions struct {
 	Headful bool
 	// UserDataDir is the profile directory; "" makes a temporary one under
 	// os.TempDir() (named ProfilePrefix*) that Close removes. A given
-	// directory is kept.
+	// directory is kept, and Launch writes nothing into it (Chromium does).
 	UserDataDir string
 	// WindowWidth and WindowHeight set --window-size; 0 means
 	// DefaultWindowWidth x DefaultWindowHeight.
@@ -85,13 +106,18 @@ type LaunchOptions struct {
 	// NoDefaultFlags drops DefaultFlags (the debugging port, profile, headless,
 	// sandbox and window flags are still set).
 	NoDefaultFlags bool
-	// Env is added to the browser's environment.
+	// Env is added to the browser's environment. Launch sets TMPDIR to a
+	// directory of its own (see Launch); a TMPDIR in Env wins over it.
 	Env []string
 	// StartTimeout bounds the wait for DevToolsActivePort; 0 means
 	// DefaultStartTimeout.
 	StartTimeout time.Duration
 	// Logger receives the browser's stdout/stderr at debug level; nil is Nop.
 	Logger *zap.Logger
+	// GracefulClose is how long Close lets the browser quit by itself after
+	// asking it to (SIGINT on Unix) before it kills the process group; 0
+	// means DefaultGracefulClose, a negative value kills at once.
+	GracefulClose time.Duration
 }
 
 // DefaultFlags are passed to every launched browser unless
@@ -125,19 +151,32 @@ var DefaultFlags = []string{
 	"--mute-audio",
 }
 
-// Browser is a launched browser process. Its owner must call Close.
+// Browser is a launched browser process. Its owner must call Close, also
+// after the process died by itself: Close removes what Launch made.
+//
+// A Browser owns one goroutine, run, which starts the process, waits for it
+// and, once Close was called and the process reaped, removes the temporary
+// directories. If the process exited before Close, Close starts a
+// goroutine of the Browser to do that removal. Both end by themselves,
+// within cleanupTimeout of the reap.
 type Browser struct {
-	cmd      *exec.Cmd
-	pid      int
-	wsURL    string
-	profile  string
-	tempDir  bool
-	log      *zap.Logger
-	done     chan struct{}
-	waitErr  error // set before done closes
-	closeMu  sync.Mutex
-	closed   bool
-	closeErr error
+	cmd     *exec.Cmd
+	pid     int
+	wsURL   string
+	profile string
+	tempDir bool   // profile is temporary: removed (with tmpDir inside it)
+	tmpDir  string // the browser's TMPDIR
+	ownTmp  bool   // tmpDir is a separate directory of ours, removed on its own
+	grace   time.Duration
+	log     *zap.Logger
+	done    chan struct{}
+	waitErr error // set before done closes
+
+	mu             sync.Mutex
+	exited         bool // run saw the process reaped
+	closeRequested bool // Close began
+	cleaned        chan struct{}
+	cleanErr       error // set before cleaned closes
 }
 
 // WebSocketURL returns the browser's DevTools websocket URL
@@ -160,45 +199,129 @@ func (b *Browser) Wait() error {
 	return b.waitErr
 }
 
-// Close kills the browser's whole process group, waits for the process to be
-// reaped and the group to be empty (bounded by ctx), and removes a temporary profile (retrying briefly
-// while the dying browser still writes to it). Close is idempotent; later
-// calls return the first result.
+// Close ends the browser and removes what Launch made:
+//
+//  1. it asks the browser to quit (SIGINT to the browser process on Unix:
+//     Chromium then shuts down cleanly, closing its pages and removing its
+//     own temporary files; SIGTERM would take its fast "session ending"
+//     path, which leaves them) and waits up to LaunchOptions.GracefulClose;
+//  2. it kills the whole process group (at once if GracefulClose is
+//     negative, or when the grace or ctx ends first);
+//  3. once the process is reaped and no process of its group runs any
+//     more, the temporary profile and the browser's private TMPDIR are
+//     removed (retrying briefly while dying helpers still write there).
+//
+// Step 3 happens in every case, bounded by cleanupTimeout after the reap:
+// if ctx ends before it is done, the browser has been killed and Close
+// returns ctx's error (wrapped) at once, while the Browser's own goroutine
+// finishes the removal. Close is idempotent and safe for concurrent use:
+// every call waits (bounded by its ctx) for the same end and returns its
+// result.
 func (b *Browser) Close(ctx context.Context) error {
-	b.closeMu.Lock()
-	defer b.closeMu.Unlock()
-	if b.closed {
-		return b.closeErr
+	b.mu.Lock()
+	first := !b.closeRequested
+	b.closeRequested = true
+	exited := b.exited
+	b.mu.Unlock()
+	if first {
+		if exited {
+			// Died before Close; run has ended. Its PID may be reused, so
+			// only the group is killed.
+			killGroup(-b.pid)
+			go b.cleanup()
+		} else {
+			b.terminate(ctx)
+		}
 	}
 	select {
+	case <-b.cleaned:
+		return b.cleanErr
+	default:
+	}
+	if ctx.Err() == nil {
+		select {
+		case <-b.cleaned:
+			return b.cleanErr
+		case <-ctx.Done():
+		}
+	}
+	b.kill() // the removal must not wait for a browser that ignores us
+	return fmt.Errorf("cdp: closing browser %d (killed; its temporary directories are removed once it is gone): %w", b.pid, ctx.Err())
+}
+
+// terminate asks the browser to quit, waits for the grace (or ctx), then
+// kills the group.
+func (b *Browser) terminate(ctx context.Context) {
+	if b.grace > 0 && ctx.Err() == nil {
+		if err := interruptProcess(b.pid); err != nil {
+			b.log.Debug("asking the browser to quit", zap.Int("pid", b.pid), zap.Error(err))
+		} else {
+			t := time.NewTimer(b.grace)
+			defer t.Stop()
+			select {
+			case <-b.done:
+				b.log.Debug("browser quit", zap.Int("pid", b.pid))
+			case <-t.C:
+				b.log.Info("browser did not quit within the grace period; killing it",
+					zap.Int("pid", b.pid), zap.Duration("grace", b.grace))
+			case <-ctx.Done():
+			}
+		}
+	}
+	b.kill()
+}
+
+// kill SIGKILLs the process group, and the browser process too unless it
+// was reaped (its PID may have been reused then).
+func (b *Browser) kill() {
+	select {
 	case <-b.done:
-		// Already reaped: its PID may be reused, so only the group is killed.
 		killGroup(-b.pid)
 	default:
 		killGroup(b.pid)
 	}
-	select {
-	case <-b.done:
-	case <-ctx.Done():
-		b.closeErr = fmt.Errorf("cdp: waiting for browser %d to exit: %w", b.pid, ctx.Err())
-		return b.closeErr // not marked closed: a later Close may finish the job
-	}
-	b.closed = true
-	// Helpers (zygote, renderers) die a little after the leader; the profile
-	// is theirs too until they are gone.
+}
+
+// cleanup runs once, after both the reap and Close: it waits for the rest
+// of the process group, removes the temporary directories and closes
+// cleaned. Helpers (zygote, renderers) die a little after the leader; the
+// profile is theirs too until they have stopped running (their zombies,
+// which init reaps in its own time, are not waited for).
+func (b *Browser) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
 	if err := waitGroupGone(ctx, b.pid); err != nil {
 		b.log.Warn("browser helpers still alive after SIGKILL", zap.Int("pgid", b.pid), zap.Error(err))
 	}
-	if b.tempDir {
-		b.closeErr = removeAllRetry(ctx, b.profile)
+	b.cleanErr = b.removeTemp(ctx)
+	if b.cleanErr != nil {
+		b.log.Warn("removing the browser's temporary directories", zap.Error(b.cleanErr))
 	}
-	return b.closeErr
+	close(b.cleaned)
+}
+
+// removeTemp removes the temporary profile and the private TMPDIR.
+func (b *Browser) removeTemp(ctx context.Context) error {
+	var errs []error
+	if b.tempDir {
+		errs = append(errs, removeAllRetry(ctx, b.profile))
+	}
+	if b.ownTmp {
+		errs = append(errs, removeAllRetry(ctx, b.tmpDir))
+	}
+	return errors.Join(errs...)
 }
 
 // Launch starts a browser and waits until its DevTools endpoint is up. It
 // first reaps leftovers of earlier runs whose owner died (see ReapLeftovers).
 // ctx bounds the start only; the browser lives until Close (or until this Go
 // process dies: on Linux the browser gets SIGKILL then).
+//
+// The browser gets a TMPDIR of its own, so that its temporary files (such
+// as the org.chromium.Chromium.* directory of its singleton socket, which
+// Chromium leaves behind when it is killed) land in a directory that Close
+// removes: the "tmp" folder of a temporary profile, or, with a given
+// UserDataDir, a directory TempDirPrefix* under os.TempDir().
 func Launch(ctx context.Context, opts LaunchOptions) (*Browser, error) {
 	log := opts.Logger
 	if log == nil {
@@ -218,32 +341,40 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Browser, error) {
 		log.Info("reaped leftover browsers of dead owners", zap.Int("count", n))
 	}
 
-	b := &Browser{log: log, done: make(chan struct{}), profile: opts.UserDataDir}
+	b := &Browser{log: log, done: make(chan struct{}), cleaned: make(chan struct{}),
+		profile: opts.UserDataDir, grace: opts.GracefulClose}
+	if b.grace == 0 {
+		b.grace = DefaultGracefulClose
+	}
+	cleanup := func() { _ = b.removeTemp(context.Background()) }
 	if b.profile == "" {
-		dir, err := os.MkdirTemp("", ProfilePrefix+"*")
+		dir, err := makeOwnedTemp(ProfilePrefix)
 		if err != nil {
 			return nil, fmt.Errorf("cdp: making profile dir: %w", err)
 		}
 		b.profile, b.tempDir = dir, true
-		if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("cdp: writing owner marker: %w", err)
+		b.tmpDir = filepath.Join(dir, profileTmp)
+		if err := os.Mkdir(b.tmpDir, 0o700); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("cdp: making the browser's TMPDIR: %w", err)
 		}
-	} else if err := os.MkdirAll(b.profile, 0o700); err != nil {
-		return nil, fmt.Errorf("cdp: making profile dir: %w", err)
+	} else {
+		if err := os.MkdirAll(b.profile, 0o700); err != nil {
+			return nil, fmt.Errorf("cdp: making profile dir: %w", err)
+		}
+		dir, err := makeOwnedTemp(TempDirPrefix)
+		if err != nil {
+			return nil, fmt.Errorf("cdp: making the browser's TMPDIR: %w", err)
+		}
+		b.tmpDir, b.ownTmp = dir, true
 	}
 	portFile := filepath.Join(b.profile, "DevToolsActivePort")
 	_ = os.Remove(portFile) // stale from an earlier run of a given profile
 
-	cleanup := func() {
-		if b.tempDir {
-			_ = removeAllRetry(context.Background(), b.profile)
-		}
-	}
-
 	args := buildArgs(opts, b.profile)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), opts.Env...)
+	// exec keeps the last value of a duplicated key: opts.Env wins.
+	cmd.Env = append(append(os.Environ(), "TMPDIR="+b.tmpDir), opts.Env...)
 	out := &logWriter{log: log}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second // a grandchild holding the pipe must not hang Wait
@@ -265,9 +396,8 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Browser, error) {
 	}
 	ws, err := waitPortFile(ctx, portFile, timeout, b.done)
 	if err != nil {
-		killGroup(b.pid)
-		<-b.done
-		cleanup()
+		b.grace = -1
+		_ = b.Close(context.Background()) // kills, reaps, removes; bounded by cleanupTimeout
 		if errors.Is(err, ErrBrowserExited) {
 			return nil, fmt.Errorf("%w (%v); output: %s", err, b.waitErr, out.tail())
 		}
@@ -280,6 +410,8 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Browser, error) {
 // run starts the process and waits for it on one goroutine that stays locked
 // to its OS thread: Pdeathsig fires when the *thread* that forked the child
 // exits (go.dev/issue/27505), so that thread must live as long as the child.
+// If Close was called by the time the process is reaped, run then does the
+// cleanup (see Close); otherwise Close will.
 func (b *Browser) run(started chan<- error) {
 	lockThread()
 	defer unlockThread()
@@ -291,7 +423,28 @@ func (b *Browser) run(started chan<- error) {
 	started <- nil
 	b.waitErr = b.cmd.Wait()
 	b.log.Debug("browser exited", zap.Int("pid", b.cmd.Process.Pid), zap.NamedError("status", b.waitErr))
+	b.mu.Lock()
+	b.exited = true
+	closing := b.closeRequested
+	b.mu.Unlock()
 	close(b.done)
+	if closing {
+		b.cleanup()
+	}
+}
+
+// makeOwnedTemp makes a directory prefix* under os.TempDir() holding the
+// owner marker (this process's PID), for ReapLeftovers.
+func makeOwnedTemp(prefix string) (string, error) {
+	dir, err := os.MkdirTemp("", prefix+"*")
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("writing owner marker: %w", err)
+	}
+	return dir, nil
 }
 
 func buildArgs(opts LaunchOptions, profile string) []string {

@@ -42,13 +42,24 @@ func killGroup(pid int) {
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
+// interruptProcess asks the browser process (only it, not its helpers) to
+// quit: SIGINT makes Chromium shut down cleanly.
+func interruptProcess(pid int) error {
+	if pid <= 0 {
+		return syscall.ESRCH
+	}
+	return syscall.Kill(pid, syscall.SIGINT)
+}
+
 // waitGroupGone waits (bounded by ctx and 10 s) until no process of group
-// pgid exists, killing again meanwhile.
+// pgid runs any more, killing again meanwhile. Zombies count as gone: the
+// killed helpers are reparented to init, which may reap them seconds later
+// (about 2 s on a Firecracker VM's init, measured), and a zombie neither
+// runs nor writes to the profile.
 func waitGroupGone(ctx context.Context, pgid int) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := syscall.Kill(-pgid, 0)
-		if errors.Is(err, syscall.ESRCH) {
+		if !groupRunning(pgid) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -63,6 +74,41 @@ func waitGroupGone(ctx context.Context, pgid int) error {
 	}
 }
 
+// groupRunning reports whether a process of group pgid exists that is not
+// a zombie. It scans /proc only while kill(-pgid, 0) finds members.
+func groupRunning(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	want := strconv.Itoa(pgid)
+	for _, p := range procs {
+		if p.Name()[0] < '0' || p.Name()[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", p.Name(), "stat"))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// "pid (comm) state ppid pgrp ...": comm may hold spaces and parens.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 3 || f[2] != want {
+			continue
+		}
+		if f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
+}
+
 // processAlive reports whether pid exists (a zombie counts as alive).
 func processAlive(pid int) bool {
 	if pid <= 0 {
@@ -73,16 +119,21 @@ func processAlive(pid int) bool {
 }
 
 // ReapLeftovers kills browsers left by earlier runs that died without Close,
-// and removes their profiles. It considers only temporary profiles made by
-// Launch (os.TempDir()/ProfilePrefix*) whose owner marker names a process
-// that no longer exists; a profile without a marker (being created right now)
-// or with a live owner is left alone. It returns how many browser processes
-// it killed. Launch calls it; calling it directly is safe too.
+// and removes their profiles. It considers only temporary profiles and
+// private TMPDIRs made by Launch (os.TempDir()/ProfilePrefix* and
+// TempDirPrefix*) whose owner marker names a process that no longer exists;
+// a directory without a marker (being created right now) or with a live
+// owner is left alone. It returns how many browser processes it killed.
+// Launch calls it; calling it directly is safe too.
 func ReapLeftovers() (int, error) {
 	tmp := os.TempDir()
-	dirs, err := filepath.Glob(filepath.Join(tmp, ProfilePrefix+"*"))
-	if err != nil {
-		return 0, err
+	var dirs []string
+	for _, prefix := range []string{ProfilePrefix, TempDirPrefix} {
+		m, err := filepath.Glob(filepath.Join(tmp, prefix+"*"))
+		if err != nil {
+			return 0, err
+		}
+		dirs = append(dirs, m...)
 	}
 	dead := map[string]bool{}
 	for _, d := range dirs {

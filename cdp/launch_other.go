@@ -21,6 +21,16 @@ func killGroup(pid int) {
 	}
 }
 
+// interruptProcess asks the browser to quit with os.Interrupt, which fails
+// on Windows (Close then kills at once).
+func interruptProcess(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Signal(os.Interrupt)
+}
+
 // ReapLeftovers is implemented on Linux only; elsewhere it does nothing.
 func ReapLeftovers() (int, error) { return 0, nil }
 

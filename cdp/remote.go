@@ -71,7 +71,8 @@ func ResolveWebSocketURL(ctx context.Context, endpoint string, header http.Heade
 }
 
 // Connect resolves endpoint with ResolveWebSocketURL (using the WithHeader
-// headers) and dials it.
+// headers) and dials it with Dial, passing opts on: every Dial option
+// (WithKeepalive, WithLogger, ...) applies to the connection.
 func Connect(ctx context.Context, endpoint string, opts ...Option) (*Conn, error) {
 	o := defaultOptions()
 	for _, opt := range opts {

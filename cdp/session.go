@@ -81,11 +81,14 @@ func (s *Session) Err() error {
 // Call sends the command method with params (nil for none) on the session,
 // waits for the reply and decodes its result into result (a pointer, or nil
 // to discard). It returns:
-//   - a *ProtocolError when the browser answered with an error;
+//   - a *ProtocolError when the browser answered with an error, or when its
+//     reply could not be decoded (Code CodeUndecodable; the connection stays
+//     up);
 //   - ctx.Err() (wrapped) as soon as ctx ends; the reply, if any, is dropped;
 //   - an error wrapping ErrTargetCrashed, ErrTargetDetached,
-//     ErrConnectionLost (and its cause) or ErrClosed when the session or the
-//     connection ended before the reply.
+//     ErrConnectionLost (and its cause: ErrStalled, ErrCorruptMessage, a
+//     websocket error) or ErrClosed when the session or the connection ended
+//     before the reply.
 func (s *Session) Call(ctx context.Context, method string, params, result any) error {
 	return s.Send(ctx, method, params).Wait(ctx, result)
 }
