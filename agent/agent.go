@@ -71,6 +71,11 @@ type Result struct {
 	Judgement *Judgement
 	// JudgeError is the judge's failure, if any.
 	JudgeError string
+	// Err is why the run ended early when the browser could not go on
+	// (errors.Is(Err, events.ErrBrowserGone): the process exited or the
+	// connection was lost and not restored); nil otherwise. Run returns it
+	// too. Not serialised: Errors holds its text.
+	Err error `json:"-"`
 }
 
 // Agent runs tasks in one browser session. Create it with New; Run it; add a
@@ -245,6 +250,9 @@ func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
 			}
 		}
 		if len(calls) > 0 {
+			if err := a.ready(ctx, res); err != nil {
+				return res, err
+			}
 			item := a.initialStep(ctx, calls)
 			res.Steps++
 			a.account(res, &item)
@@ -256,6 +264,9 @@ func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
 
 	for i := 0; i < a.set.MaxSteps; i++ {
 		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if err := a.ready(ctx, res); err != nil {
 			return res, err
 		}
 		if a.failures > a.set.MaxFailures {
@@ -288,6 +299,27 @@ func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
 		res.Errors = append(res.Errors, ErrMaxSteps.Error())
 	}
 	return res, nil
+}
+
+// ready waits, at most Settings.ReconnectWait, until the browser can take
+// events (a dropped connection being restored), so that the next step
+// observes afresh. A browser that will not come back ends the run: its
+// error goes to res.Err and res.Errors and is returned.
+func (a *Agent) ready(ctx context.Context, res *Result) error {
+	rctx, cancel := context.WithTimeout(ctx, a.set.ReconnectWait)
+	defer cancel()
+	err := a.browser.Ready(rctx)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		err = fmt.Errorf("%w: not back within %s", events.ErrBrowserGone, a.set.ReconnectWait)
+	}
+	res.Err = err
+	res.Errors = append(res.Errors, "the run ended: "+err.Error())
+	return err
 }
 
 // account adds a finished item to the result.

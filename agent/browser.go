@@ -27,4 +27,9 @@ type Browser interface {
 	// Fingerprint reads a tab's page fingerprint ("" = the focused tab) for
 	// the mutation fence; it must be cheap (one round trip).
 	Fingerprint(ctx context.Context, tabID string) (events.PageFingerprint, error)
+	// Ready returns nil when the browser can take events, waits (bounded by
+	// ctx) while a lost connection is being restored, and returns an error
+	// wrapping events.ErrBrowserGone when the browser will not come back.
+	// The agent calls it before every step.
+	Ready(ctx context.Context) error
 }

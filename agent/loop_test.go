@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1041,5 +1042,88 @@ func TestLoopEvaluateAndExtract(t *testing.T) {
 	}
 	if txt := userText(extractor.reqs[0]); !strings.Contains(txt, "Sign up (1 of 2)") || !strings.Contains(txt, "<url>"+formURL+"</url>") {
 		t.Fatalf("extraction model did not get the page text:\n%s", txt)
+	}
+}
+
+// A browser that is gone ends the run before the next step, with a typed
+// error in the Result; no model call is wasted on it.
+func TestLoopBrowserGoneEndsTheRun(t *testing.T) {
+	b := agenttest.New(t, formSite()...)
+	model := scripted.New([]scripted.Step{
+		{Actions: []scripted.Action{{Name: "click", Label: "Nothing"}}},
+		{Action: "done", Params: map[string]any{"text": "never", "success": true}},
+	})
+	b.After(events.ClickElement.Name, func() { b.Gone("the browser process (pid 42) exited") })
+	a := newAgent(t, "Sign up", model, b, settings(t))
+	start := time.Now()
+	res, err := a.Run(context.Background())
+	if !errors.Is(err, events.ErrBrowserGone) || !errors.Is(res.Err, events.ErrBrowserGone) {
+		t.Fatalf("run: err %v, Result.Err %v; want ErrBrowserGone", err, res.Err)
+	}
+	if res.Done || len(model.Requests()) != 1 || !strings.Contains(strings.Join(res.Errors, "\n"), "pid 42") {
+		t.Fatalf("result %+v after %d model calls", res, len(model.Requests()))
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the run took %s to end on a gone browser", d)
+	}
+}
+
+// A dropped connection that is restored is waited for: no observation is
+// made while it is down, the next step observes afresh, and the run
+// completes.
+func TestLoopWaitsForAReconnect(t *testing.T) {
+	b := agenttest.New(t, formSite()...)
+	model := scripted.New([]scripted.Step{
+		{Actions: []scripted.Action{{Name: "click", Label: "Nothing"}}},
+		{Action: "done", Params: map[string]any{"text": "ok", "success": true}},
+	})
+	var down atomic.Bool
+	var observedWhileDown atomic.Int32
+	if _, err := bus.Handle(b.Bus(), events.BrowserStateRequest, "down-check", func(context.Context, events.BrowserStateRequestEvent) (events.BrowserState, error) {
+		if down.Load() {
+			observedWhileDown.Add(1)
+		}
+		return events.BrowserState{}, nil
+	}, bus.First(), bus.Guard()); err != nil {
+		t.Fatal(err)
+	}
+	var reconnect *time.Timer
+	b.After(events.ClickElement.Name, func() {
+		down.Store(true)
+		b.Disconnect()
+		// The browser comes back a little later, as a websocket restored
+		// by the crash watchdog would.
+		reconnect = time.AfterFunc(150*time.Millisecond, func() {
+			down.Store(false)
+			b.Reconnect()
+		})
+	})
+	a := newAgent(t, "Sign up", model, b, settings(t))
+	res := run(t, a, model)
+	if !res.Done || !res.Success || res.Err != nil {
+		t.Fatalf("result %+v", res)
+	}
+	if reconnect == nil {
+		t.Fatal("the click did not run")
+	}
+	if n := len(b.Events(events.BrowserStateRequest.Name)); n != 2 || observedWhileDown.Load() != 0 {
+		t.Fatalf("%d observations (%d while the connection was down), want 2 and 0", n, observedWhileDown.Load())
+	}
+}
+
+// A connection that is not back within ReconnectWait ends the run.
+func TestLoopReconnectWaitIsBounded(t *testing.T) {
+	b := agenttest.New(t, formSite()...)
+	model := scripted.New([]scripted.Step{
+		{Actions: []scripted.Action{{Name: "click", Label: "Nothing"}}},
+		{Action: "done", Params: map[string]any{"text": "never", "success": true}},
+	})
+	b.After(events.ClickElement.Name, b.Disconnect)
+	set := settings(t)
+	set.ReconnectWait = 200 * time.Millisecond
+	a := newAgent(t, "Sign up", model, b, set)
+	res, err := a.Run(context.Background())
+	if !errors.Is(err, events.ErrBrowserGone) || !strings.Contains(err.Error(), "not back within 200ms") {
+		t.Fatalf("run: %v (result %+v)", err, res)
 	}
 }

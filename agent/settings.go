@@ -45,6 +45,7 @@ const (
 	DefaultWaitActionMaxWait  = 30 * time.Second
 	DefaultHistoryErrorMaxLen = 400
 	DefaultWaitBetweenActions = 100 * time.Millisecond
+	DefaultReconnectWait      = 30 * time.Second
 )
 
 // DefaultLoopNudges are the repetition counts (of one action in the loop
@@ -146,6 +147,11 @@ type Settings struct {
 	// previous action started gets time to show. Default 100 ms; negative:
 	// no pause.
 	WaitBetweenActions time.Duration
+	// ReconnectWait bounds how long the agent waits before a step for a
+	// lost connection to be restored (Browser.Ready); a browser still not
+	// back then ends the run with an error wrapping events.ErrBrowserGone.
+	// Default 30 s.
+	ReconnectWait time.Duration
 	// Observers are told about the run as it happens (steps, model calls,
 	// the result): trace.NewAgentObserver writes the audit trace,
 	// telemetry.Run exports spans. Called on the Run goroutine, in order,
@@ -212,6 +218,9 @@ func (s Settings) withDefaults() (Settings, error) {
 	}
 	if s.DomainMatcher == nil {
 		s.DomainMatcher = urlmatch.Match
+	}
+	if s.ReconnectWait <= 0 {
+		s.ReconnectWait = DefaultReconnectWait
 	}
 	if s.WaitBetweenActions == 0 {
 		s.WaitBetweenActions = DefaultWaitBetweenActions

@@ -1,6 +1,9 @@
 package events
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // ElementRef is the address of a DOM node: the node, the target (tab or
 // cross-site iframe) and the CDP session it was observed in, and its frame.
@@ -73,6 +76,11 @@ const (
 	ButtonRight  MouseButton = "right"
 	ButtonMiddle MouseButton = "middle"
 )
+
+// ErrBrowserGone is wrapped by errors that mean the browser will not come
+// back: its process exited, or its connection was lost and not restored.
+// The agent ends a run on it.
+var ErrBrowserGone = errors.New("the browser is gone")
 
 // ActionError is the error of an action that failed. Action handlers return
 // it together with their result, whose Outcome is the same: Verdict failed,

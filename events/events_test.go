@@ -20,7 +20,7 @@ func TestCatalogComplete(t *testing.T) {
 		"ClickElement", "ClickCoordinate", "TypeText", "Scroll", "ScrollToText", "SendKeys", "UploadFile",
 		"GetDropdownOptions", "SelectDropdownOption", "Hover",
 		"Screenshot", "BrowserStateRequest", "PageText", "Evaluate",
-		"BrowserStop", "BrowserStopped", "BrowserConnected",
+		"BrowserStop", "BrowserStopped", "BrowserConnected", "BrowserLost",
 		"BrowserError", "TargetCrashed", "BrowserReconnecting", "BrowserReconnected",
 		"DownloadStarted", "DownloadProgress", "FileDownloaded", "DialogOpened", "DialogHandled",
 		"SaveStorageState", "LoadStorageState", "StorageStateSaved", "StorageStateLoaded",

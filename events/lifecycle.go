@@ -60,8 +60,10 @@ type TargetCrashedEvent struct {
 // TargetCrashed reports a crash (10 s).
 var TargetCrashed = def[TargetCrashedEvent, None]("TargetCrashed", 10*sec)
 
-// BrowserReconnectingEvent reports a reconnect attempt after the websocket
-// was lost. Emitted by the crash watchdog; for observers and the trace.
+// BrowserReconnectingEvent reports that a reconnect attempt is scheduled
+// after the websocket was lost (emitted before its backoff, so that waiters
+// know a reconnect is under way). Emitted by the crash watchdog; handled by
+// the Session (Ready waits for the outcome) and for observers.
 type BrowserReconnectingEvent struct {
 	CDPURL      string
 	Attempt     int
@@ -82,3 +84,15 @@ type BrowserReconnectedEvent struct {
 
 // BrowserReconnected reports a reconnection (30 s).
 var BrowserReconnected = def[BrowserReconnectedEvent, None]("BrowserReconnected", 30*sec)
+
+// BrowserLostEvent reports that the runtime gave up on the browser: the
+// launched process exited, or the connection was lost and will not be
+// restored (no reconnect configured, or every attempt failed). Emitted by
+// the crash watchdog; handled by the Session (Ready then reports
+// ErrBrowserGone at once) and for observers and the trace.
+type BrowserLostEvent struct {
+	Reason string
+}
+
+// BrowserLost reports that the browser is gone for good (10 s).
+var BrowserLost = def[BrowserLostEvent, None]("BrowserLost", 10*sec)

@@ -46,7 +46,7 @@ type NavigateResult struct {
 var NavigateToURL = guard[NavigateToURLEvent, NavigateResult]("NavigateToURL", 30*sec)
 
 // NavigationStartedEvent reports that a navigation began in a target.
-// Emitted (and awaited) by the Session before it navigates; for observers
+// Emitted by the Session before it navigates, not awaited; for observers
 // and the trace (redirects are checked by request interception).
 type NavigationStartedEvent struct {
 	TargetID string
@@ -57,7 +57,9 @@ type NavigationStartedEvent struct {
 var NavigationStarted = def[NavigationStartedEvent, None]("NavigationStarted", 30*sec)
 
 // NavigationCompleteEvent reports that a navigation finished or failed.
-// Emitted (and awaited) by the Session; handled by the security watchdog
+// Emitted by the Session when the navigation returns, not awaited (a slow
+// report handler must not hold the navigation; the bus runs it before any
+// event dispatched later); handled by the security watchdog
 // (final URL check: a forbidden page is replaced with about:blank), the
 // downloads watchdog (PDF auto-download), the storage-state watchdog (notes
 // the origin) and the trace.

@@ -21,6 +21,11 @@ var (
 	ErrElementNotFound = errors.New("session: element index not in the current page state")
 	// ErrNavigation is wrapped by a navigation the browser refused or failed.
 	ErrNavigation = errors.New("session: navigation failed")
+	// ErrPageGone is wrapped when the page an operation waited on went away
+	// under it: its renderer crashed, its target detached, or the connection
+	// to the browser was lost (the cause is wrapped too, e.g.
+	// cdp.ErrConnectionLost).
+	ErrPageGone = errors.New("session: the page is gone")
 )
 
 // ElementNotFoundError names the index that was not found.

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/target"
-	"go.uber.org/zap"
 
 	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/events"
 	"github.com/browseragent/browseragent/internal/pagejs"
 )
@@ -33,7 +33,23 @@ func (s *Session) registerHandlers(b *bus.Bus) error {
 		handle(b, events.Refresh, s.onRefresh),
 		handle(b, events.SwitchTab, s.onSwitchTab),
 		handle(b, events.CloseTab, s.onCloseTab),
+		handle(b, events.BrowserReconnecting, func(context.Context, events.BrowserReconnectingEvent) (events.None, error) {
+			s.setHealth(func() { s.reconnecting = true })
+			return events.None{}, nil
+		}),
+		handle(b, events.BrowserLost, func(_ context.Context, ev events.BrowserLostEvent) (events.None, error) {
+			s.setHealth(func() { s.reconnecting, s.lostFor = false, ev.Reason })
+			return events.None{}, nil
+		}),
 	)
+}
+
+// setHealth changes the health fields and wakes Ready.
+func (s *Session) setHealth(f func()) {
+	s.mu.Lock()
+	f()
+	s.notifyLocked()
+	s.mu.Unlock()
 }
 
 func handle[E, R any](b *bus.Bus, k bus.Kind[E, R], h func(context.Context, E) (R, error)) error {
@@ -41,25 +57,11 @@ func handle[E, R any](b *bus.Bus, k bus.Kind[E, R], h func(context.Context, E) (
 	return err
 }
 
-// report dispatches a report event as a child of the running handler and
-// waits for its handlers, so that when a navigation returns its observers
-// have seen it. Their errors are logged and reach the trace; they do not fail
-// the navigation.
-func report[E, R any](ctx context.Context, s *Session, k bus.Kind[E, R], ev E) {
-	b := s.Bus()
-	if b == nil {
-		return
-	}
-	if _, err := bus.Call(ctx, b, k, ev); err != nil && !errors.Is(err, bus.ErrNoHandler) {
-		s.log.Debug("report handler failed", zap.String("event", k.Name), zap.Error(err))
-	}
-}
-
 func (s *Session) evidence(ctx context.Context) events.Evidence {
 	s.mu.Lock()
 	ev := events.Evidence{FocusedTarget: string(s.focus), TabCount: len(s.tabs)}
 	s.mu.Unlock()
-	if fp, err := s.Fingerprint(ctx, ""); err == nil {
+	if fp, err := s.fingerprintResponsive(ctx, ""); err == nil {
 		ev.URL, ev.Fingerprint = fp.URL, fp.String()
 	} else {
 		ev.URL = s.tabURL(target.ID(ev.FocusedTarget))
@@ -93,13 +95,15 @@ func (s *Session) onNavigate(ctx context.Context, ev events.NavigateToURLEvent) 
 	if id == "" {
 		return res, ErrNoTab
 	}
-	report(ctx, s, events.NavigationStarted, events.NavigationStartedEvent{TargetID: string(id), URL: ev.URL})
+	emit(ctx, s, events.NavigationStarted, events.NavigationStartedEvent{TargetID: string(id), URL: ev.URL})
 	out, err := s.navigateTab(ctx, id, ev.URL, ev.WaitUntil, ev.Timeout)
 	complete := events.NavigationCompleteEvent{TargetID: string(id), URL: out.URL, LoadingStatus: out.Loading}
 	if err != nil {
 		complete.ErrorMessage = err.Error()
 	}
-	report(ctx, s, events.NavigationComplete, complete)
+	// Reported, not awaited: a slow or stuck report handler must not hold
+	// the navigation; the bus runs it before any event dispatched later.
+	emit(ctx, s, events.NavigationComplete, complete)
 	res.TargetID, res.URL = string(id), out.URL
 	res.Outcome = s.outcome(ctx, before, err)
 	switch {
@@ -228,6 +232,13 @@ func (s *Session) outcome(ctx context.Context, before events.Evidence, err error
 	return o
 }
 
+// pageGone reports an error after which asking the page again is useless:
+// its target crashed or detached, or the connection is lost or closed.
+func pageGone(err error) bool {
+	return errors.Is(err, cdp.ErrConnectionLost) || errors.Is(err, cdp.ErrClosed) ||
+		errors.Is(err, cdp.ErrTargetCrashed) || errors.Is(err, cdp.ErrTargetDetached)
+}
+
 // settleDelay is how long an action with no visible effect is given to
 // start a navigation before its verdict is no_change.
 const settleDelay = 150 * time.Millisecond
@@ -244,7 +255,8 @@ func (s *Session) waitLoaded(ctx context.Context, id target.ID, bound time.Durat
 	defer cancel()
 	for {
 		var state string
-		if err := pagejs.Evaluate(wait, cs, "document.readyState", &state); err == nil && state == "complete" {
+		err := pagejs.Evaluate(wait, cs, "document.readyState", &state)
+		if err == nil && state == "complete" || pageGone(err) {
 			return
 		}
 		select {

@@ -112,7 +112,9 @@ func (s *Session) navigateTab(ctx context.Context, id target.ID, rawURL string, 
 		budget = s.loadWait(from, rawURL)
 	}
 	if res.LoaderID != "" {
-		out.Loading = waitReady(ctx, lc, string(res.LoaderID), "", until, budget)
+		if out.Loading, err = waitReady(ctx, lc, string(res.LoaderID), "", until, budget); err != nil {
+			return out, fmt.Errorf("session: navigate to %s: %w", rawURL, err)
+		}
 	}
 	out.URL = s.currentURL(ctx, cs, rawURL)
 	return out, nil
@@ -124,10 +126,13 @@ func (s *Session) navigateTab(ctx context.Context, id target.ID, rawURL string, 
 // (a page that loaded but never went idle is ready at the bound); for
 // WaitCommit, nothing (the navigation committed when it returned).
 // loaderID, when set, selects the load; otherwise frameID (the main frame)
-// does. It returns "" when ready, or a description of why it stopped waiting.
-func waitReady(ctx context.Context, lc *cdp.Subscription, loaderID, frameID string, until events.WaitUntil, bound time.Duration) string {
+// does. It returns "" when ready, or a description of why it stopped
+// waiting (the page is still loading: not an error); an error when the page
+// itself is gone (its target crashed or detached, the connection was lost),
+// at once rather than at the bound.
+func waitReady(ctx context.Context, lc *cdp.Subscription, loaderID, frameID string, until events.WaitUntil, bound time.Duration) (string, error) {
 	if until == events.WaitCommit {
-		return ""
+		return "", nil
 	}
 	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
@@ -136,20 +141,20 @@ func waitReady(ctx context.Context, lc *cdp.Subscription, loaderID, frameID stri
 	for {
 		select {
 		case <-ctx.Done():
-			return "wait cancelled: " + ctx.Err().Error()
+			return "wait cancelled: " + ctx.Err().Error(), nil
 		case <-deadline.C:
 			if loaded {
-				return "" // loaded; the network just never went idle
+				return "", nil // loaded; the network just never went idle
 			}
-			return fmt.Sprintf("page still loading after %s", bound)
+			return fmt.Sprintf("page still loading after %s", bound), nil
 		case <-settle:
-			return ""
+			return "", nil
 		case ev, ok := <-lc.C():
 			if !ok {
 				if err := lc.Err(); err != nil {
-					return "lost the page while waiting: " + err.Error()
+					return "", fmt.Errorf("%w: lost the page while it loaded: %w", ErrPageGone, err)
 				}
-				return "lost the page while waiting"
+				return "", fmt.Errorf("%w: lost the page while it loaded", ErrPageGone)
 			}
 			var e page.EventLifecycleEvent
 			if ev.Decode(&e) != nil {
@@ -163,10 +168,10 @@ func waitReady(ctx context.Context, lc *cdp.Subscription, loaderID, frameID stri
 			}
 			switch e.Name {
 			case "networkIdle":
-				return ""
+				return "", nil
 			case "DOMContentLoaded":
 				if until == events.WaitDOMContentLoaded {
-					return ""
+					return "", nil
 				}
 			case "load":
 				if !loaded {
@@ -222,7 +227,9 @@ func (s *Session) historyStep(ctx context.Context, id target.ID, delta int) (nav
 		return out, fmt.Errorf("session: history navigation: %w", err)
 	}
 	if !sameDocument(from, to) {
-		out.Loading = waitReady(ctx, lc, "", string(id), events.WaitLoad, s.loadWait(from, to))
+		if out.Loading, err = waitReady(ctx, lc, "", string(id), events.WaitLoad, s.loadWait(from, to)); err != nil {
+			return out, fmt.Errorf("session: history navigation: %w", err)
+		}
 	}
 	out.URL = s.currentURL(ctx, cs, to)
 	return out, nil
@@ -241,7 +248,9 @@ func (s *Session) reloadTab(ctx context.Context, id target.ID) (navOutcome, erro
 	if _, err := cdpproto.Call(ctx, cs, page.Reload, page.ReloadParams{}); err != nil {
 		return out, fmt.Errorf("session: reload: %w", err)
 	}
-	out.Loading = waitReady(ctx, lc, "", string(id), events.WaitLoad, s.loadWait(from, from))
+	if out.Loading, err = waitReady(ctx, lc, "", string(id), events.WaitLoad, s.loadWait(from, from)); err != nil {
+		return out, fmt.Errorf("session: reload: %w", err)
+	}
 	out.URL = s.currentURL(ctx, cs, from)
 	return out, nil
 }

@@ -33,6 +33,11 @@ type Profile struct {
 	// /json/version). A browser the session connected to is never killed;
 	// Stop detaches and leaves the tabs it did not create as they were.
 	CDPURL string
+	// StallTimeout is how long the connection may stay silent, probes
+	// unanswered, before the session treats it as lost (a hung browser or a
+	// black-holed network; see cdp.WithKeepalive). Default
+	// cdp.DefaultStallTimeout (10 s); negative: never.
+	StallTimeout time.Duration
 	// CDPHeaders are sent with the websocket handshake and the /json/version
 	// request (tokens for hosted browsers).
 	CDPHeaders http.Header
@@ -72,6 +77,17 @@ type Profile struct {
 	NavigationTimeout time.Duration
 	// SameSiteLoadWait default 3 s; CrossSiteLoadWait default 8 s.
 	SameSiteLoadWait, CrossSiteLoadWait time.Duration
+	// StopBudgets bound the phases of Stop (zero fields: the defaults).
+	StopBudgets StopBudgets
+	// ScriptBudget is how long a page may keep its main thread busy (a
+	// script that never yields, a loop of dialogs) before the session
+	// interrupts its script when it needs the page: evidence around
+	// actions, observations. Default 5 s.
+	ScriptBudget time.Duration
+	// ReconnectGrace is how long Ready waits, after the connection was
+	// lost, for a reconnect to begin (the crash watchdog reports one at
+	// once) before it calls the browser gone. Default 2 s.
+	ReconnectGrace time.Duration
 	// EventTimeouts overrides the default timeout of events by name, e.g.
 	// {"ClickElement": 30 * time.Second}. Names must be catalog events and
 	// durations >= 0 (0: no override); Start fails with an error wrapping
@@ -79,12 +95,42 @@ type Profile struct {
 	EventTimeouts map[string]time.Duration
 }
 
+// StopBudgets bound the phases of Stop, each on its own, so that a handler
+// or a watchdog that ignores cancellation cannot make Stop hang: what does
+// not finish in its budget is abandoned, logged and named in Stop's error.
+// Events and Bus are also bounded by Stop's ctx; Detach and Browser get
+// fresh contexts, so that cleanup happens even when that ctx is spent.
+type StopBudgets struct {
+	// Events bounds the BrowserStop and BrowserStopped handlers (saving
+	// storage state, for instance). Default 15 s.
+	Events time.Duration
+	// Bus bounds the bus draining its last events; then running handlers
+	// are cancelled and abandoned. Default 5 s.
+	Bus time.Duration
+	// Detach bounds all the watchdogs' Detach calls together. Default 10 s.
+	Detach time.Duration
+	// Browser bounds closing the tabs the session opened in a browser it
+	// connected to, or closing a launched browser (a graceful quit, then a
+	// kill) and removing its temporary profile. Default 15 s.
+	Browser time.Duration
+}
+
+// Defaults of StopBudgets.
+const (
+	DefaultStopEvents  = 15 * time.Second
+	DefaultStopBus     = 5 * time.Second
+	DefaultStopDetach  = 10 * time.Second
+	DefaultStopBrowser = 15 * time.Second
+)
+
 // Profile defaults, exported so that callers and docs can name them.
 const (
 	DefaultViewportWidth     = 1280
 	DefaultViewportHeight    = 800
 	DefaultSameSiteLoadWait  = 3 * time.Second
 	DefaultCrossSiteLoadWait = 8 * time.Second
+	DefaultReconnectGrace    = 2 * time.Second
+	DefaultScriptBudget      = 5 * time.Second
 )
 
 // withDefaults returns p with every zero field set to its default.
@@ -103,6 +149,24 @@ func (p Profile) withDefaults() Profile {
 	}
 	if p.CrossSiteLoadWait <= 0 {
 		p.CrossSiteLoadWait = DefaultCrossSiteLoadWait
+	}
+	if p.StopBudgets.Events <= 0 {
+		p.StopBudgets.Events = DefaultStopEvents
+	}
+	if p.StopBudgets.Bus <= 0 {
+		p.StopBudgets.Bus = DefaultStopBus
+	}
+	if p.StopBudgets.Detach <= 0 {
+		p.StopBudgets.Detach = DefaultStopDetach
+	}
+	if p.StopBudgets.Browser <= 0 {
+		p.StopBudgets.Browser = DefaultStopBrowser
+	}
+	if p.ScriptBudget <= 0 {
+		p.ScriptBudget = DefaultScriptBudget
+	}
+	if p.ReconnectGrace <= 0 {
+		p.ReconnectGrace = DefaultReconnectGrace
 	}
 	return p
 }

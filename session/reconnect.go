@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	cdpproto "github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/target"
@@ -50,7 +51,7 @@ func (s *Session) Reconnect(ctx context.Context) error {
 		}
 		endpoint = browser.WebSocketURL()
 	}
-	conn, err := cdp.Connect(ctx, endpoint, cdp.WithHeader(s.profile.CDPHeaders), cdp.WithLogger(s.log.Named("cdp")))
+	conn, err := cdp.Connect(ctx, endpoint, s.connOptions()...)
 	if err != nil {
 		return fmt.Errorf("session: reconnecting to %s: %w", endpoint, err)
 	}
@@ -70,6 +71,7 @@ func (s *Session) Reconnect(ctx context.Context) error {
 		s.quiet[id] = true // re-attached, not new: no TabCreated
 	}
 	s.selector = nil
+	s.lostAt, s.reconnecting, s.lostFor = time.Time{}, false, ""
 	s.notifyLocked()
 	s.mu.Unlock()
 
@@ -125,4 +127,73 @@ func (s *Session) Reconnect(ctx context.Context) error {
 		emit(ctx, s, events.AgentFocusChanged, events.AgentFocusChangedEvent{TargetID: string(focus), URL: s.tabURL(focus)})
 	}
 	return nil
+}
+
+// Ready waits until the session can take events. It returns nil at once
+// when the browser is connected. While the connection is lost it waits: for
+// the reconnect under way (a BrowserReconnecting was reported) to succeed
+// or be given up, and otherwise for Profile.ReconnectGrace after the loss,
+// for a reconnect to begin. It returns an error wrapping
+// events.ErrBrowserGone when the browser will not come back (the launched
+// process exited, BrowserLost was reported, or no reconnect began within
+// the grace), ErrNotStarted on a stopped session, or ctx's error. The agent
+// calls it before each step, so that a dead browser ends a run at once and
+// a dropped connection is waited for instead of failing the step.
+func (s *Session) Ready(ctx context.Context) error {
+	var grace *time.Timer
+	defer func() {
+		if grace != nil {
+			grace.Stop()
+		}
+	}()
+	for {
+		s.mu.Lock()
+		running, conn, browser := s.running, s.conn, s.browser
+		lostAt, reconnecting, lostFor := s.lostAt, s.reconnecting, s.lostFor
+		ch := s.changed
+		s.mu.Unlock()
+		if !running || conn == nil {
+			return ErrNotStarted
+		}
+		if browser != nil {
+			select {
+			case <-browser.Done():
+				return fmt.Errorf("%w: the browser process (pid %d) exited", events.ErrBrowserGone, browser.PID())
+			default:
+			}
+		}
+		if lostFor != "" {
+			return fmt.Errorf("%w: %s", events.ErrBrowserGone, lostFor)
+		}
+		if conn.Err() == nil {
+			return nil
+		}
+		if lostAt.IsZero() {
+			lostAt = time.Now() // the tracker has not noted it yet
+		}
+		var expired <-chan time.Time
+		if !reconnecting {
+			left := s.profile.ReconnectGrace - time.Since(lostAt)
+			if left <= 0 {
+				return fmt.Errorf("%w: the connection was lost (%v) and no reconnect began", events.ErrBrowserGone, conn.Err())
+			}
+			if grace == nil {
+				grace = time.NewTimer(left)
+			} else {
+				grace.Reset(left)
+			}
+			expired = grace.C
+		}
+		var exited <-chan struct{}
+		if browser != nil {
+			exited = browser.Done()
+		}
+		select {
+		case <-ch:
+		case <-exited:
+		case <-expired:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

@@ -107,7 +107,14 @@ type Session struct {
 	changed  chan struct{}      // closed and replaced on every tab-model change
 	selector *SelectorMap
 	stopCh   chan struct{} // closed by Stop: ends the tracker
-	wg       sync.WaitGroup
+	// Health of the connection, for Ready: when it was found lost, whether
+	// a reconnect is under way (BrowserReconnecting), and why the browser
+	// is gone for good (BrowserLost), all reset by a successful Reconnect.
+	lostAt       time.Time
+	reconnecting bool
+	lostFor      string
+	interrupts   map[target.ID][]string // why a tab's script was stopped, until taken
+	wg           sync.WaitGroup
 }
 
 type hookEntry struct {
@@ -222,6 +229,8 @@ func (s *Session) Start(ctx context.Context) (err error) {
 	s.focus = ""
 	s.focusLog = nil
 	s.gone = map[target.ID]bool{}
+	s.lostAt, s.reconnecting, s.lostFor = time.Time{}, false, ""
+	s.interrupts = map[target.ID][]string{}
 	s.selector = nil
 	s.stopCh = make(chan struct{})
 	s.mu.Unlock()
@@ -275,7 +284,7 @@ func (s *Session) connect(ctx context.Context) error {
 		err     error
 	)
 	if s.profile.CDPURL != "" {
-		conn, err = cdp.Connect(ctx, s.profile.CDPURL, cdp.WithHeader(s.profile.CDPHeaders), cdp.WithLogger(s.log.Named("cdp")))
+		conn, err = cdp.Connect(ctx, s.profile.CDPURL, s.connOptions()...)
 		if err != nil {
 			return fmt.Errorf("session: connecting to %s: %w", s.profile.CDPURL, err)
 		}
@@ -296,7 +305,7 @@ func (s *Session) connect(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("session: launching browser: %w", err)
 		}
-		conn, err = cdp.Dial(ctx, browser.WebSocketURL(), cdp.WithLogger(s.log.Named("cdp")))
+		conn, err = cdp.Dial(ctx, browser.WebSocketURL(), s.connOptions()...)
 		if err != nil {
 			closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -310,6 +319,15 @@ func (s *Session) connect(ctx context.Context) error {
 
 	s.attachConn(conn)
 	return s.discover(ctx, conn)
+}
+
+// connOptions are the options of every connection the session opens.
+func (s *Session) connOptions() []cdp.Option {
+	return []cdp.Option{
+		cdp.WithHeader(s.profile.CDPHeaders),
+		cdp.WithLogger(s.log.Named("cdp")),
+		cdp.WithKeepalive(0, s.profile.StallTimeout),
+	}
 }
 
 // attachConn starts the target tracker on a new connection. It subscribes
@@ -571,8 +589,17 @@ func (s *Session) track(stop <-chan struct{}, sub *cdp.Subscription, conn *cdp.C
 		case <-ctx.Done():
 		}
 	}()
-	_ = follow.Run(ctx, sub, func() *cdp.Subscription { return conn.SubscribeEvents(trackedEvents...) },
+	err := follow.Run(ctx, sub, func() *cdp.Subscription { return conn.SubscribeEvents(trackedEvents...) },
 		s.handleTargetEvent, follow.Options{Name: "session target tracker", Logger: s.log, Resync: s.resyncTabs})
+	if err != nil && conn.Err() != nil {
+		// The connection ended under the session: Ready waits from here.
+		s.mu.Lock()
+		if s.conn == conn && s.lostAt.IsZero() {
+			s.lostAt = time.Now()
+			s.notifyLocked()
+		}
+		s.mu.Unlock()
+	}
 }
 
 // resyncTabs reconciles the tab model with the browser after target events
@@ -721,11 +748,16 @@ func emit[E, R any](ctx context.Context, s *Session, k bus.Kind[E, R], ev E) {
 	}
 }
 
-// Stop dispatches BrowserStop (watchdogs save state), detaches the watchdogs,
-// closes the bus and the connection, and — if the session launched the
-// browser — kills it and removes its temporary profile. A browser the session
-// connected to is left running; the tabs the session created are closed and
-// the others left as they were. Stop on a stopped session returns nil.
+// Stop dispatches BrowserStop (watchdogs save state) and BrowserStopped,
+// closes the bus, detaches the watchdogs, closes the connection, and — if
+// the session launched the browser — asks it to quit, kills what is left
+// and removes its temporary profile. A browser the session connected to is
+// left running; the tabs the session created are closed (and waited for)
+// and the others left as they were. Every phase has its own budget
+// (Profile.StopBudgets): Stop ends even with context.Background() and
+// handlers or watchdogs that ignore cancellation; those are abandoned and
+// named in the returned error, and cleanup still happens. Stop on a stopped
+// session returns nil.
 func (s *Session) Stop(ctx context.Context) error {
 	if err := s.lock(ctx); err != nil {
 		return fmt.Errorf("session: stop: %w", err)
@@ -773,45 +805,51 @@ func (s *Session) teardown(ctx context.Context, graceful bool) error {
 	s.mu.Unlock()
 
 	var errs []error
-	if graceful && b != nil && conn != nil && conn.Err() == nil {
-		if _, err := bus.Call(ctx, b, events.BrowserStop, events.BrowserStopEvent{}); err != nil && !errors.Is(err, bus.ErrNoHandler) {
-			errs = append(errs, fmt.Errorf("BrowserStop: %w", err))
-		}
-	}
 	if graceful && b != nil {
+		ectx, cancel := context.WithTimeout(ctx, s.profile.StopBudgets.Events)
+		if conn != nil && conn.Err() == nil {
+			if _, err := bus.Call(ectx, b, events.BrowserStop, events.BrowserStopEvent{}); err != nil && !errors.Is(err, bus.ErrNoHandler) {
+				errs = append(errs, fmt.Errorf("BrowserStop: %w", err))
+			}
+		}
 		reason := "stopped"
 		if conn != nil && conn.Err() != nil {
 			reason = "stopped after the connection ended: " + conn.Err().Error()
 		}
-		if _, err := bus.Call(ctx, b, events.BrowserStopped, events.BrowserStoppedEvent{Reason: reason}); err != nil && !errors.Is(err, bus.ErrNoHandler) {
+		if _, err := bus.Call(ectx, b, events.BrowserStopped, events.BrowserStoppedEvent{Reason: reason}); err != nil && !errors.Is(err, bus.ErrNoHandler) {
 			errs = append(errs, fmt.Errorf("BrowserStopped: %w", err))
 		}
+		cancel()
 	}
 	s.mu.Lock()
 	s.running = false
 	s.mu.Unlock()
-	if browser == nil && conn != nil && conn.Err() == nil {
+	if browser == nil && conn != nil && conn.Err() == nil && len(created) > 0 {
 		// Remote browser: close what we opened, leave the rest.
-		for _, id := range created {
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			if err := conn.CloseTarget(cctx, id); err != nil {
-				s.log.Debug("closing created tab", zap.Error(err))
-			}
-			cancel()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.profile.StopBudgets.Browser)
+		if err := s.closeCreated(cctx, conn, created); err != nil {
+			errs = append(errs, err)
 		}
+		cancel()
 	}
 	if b != nil {
-		if err := b.Close(ctx); err != nil {
+		bctx, cancel := context.WithTimeout(ctx, s.profile.StopBudgets.Bus)
+		if err := b.Close(bctx); err != nil {
+			s.log.Warn("session: stop abandoned bus handlers that ignore cancellation", zap.Error(err))
 			errs = append(errs, fmt.Errorf("closing bus: %w", err))
 		}
+		cancel()
 	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.profile.StopBudgets.Detach)
 	for i := len(attached) - 1; i >= 0; i-- {
 		if d, ok := attached[i].(Detacher); ok {
-			if err := d.Detach(ctx); err != nil {
+			if err := detach(dctx, d); err != nil {
+				s.log.Warn("session: detach did not finish", zap.String("watchdog", attached[i].Name()), zap.Error(err))
 				errs = append(errs, fmt.Errorf("detaching %s: %w", attached[i].Name(), err))
 			}
 		}
 	}
+	cancel()
 	s.mu.Lock()
 	stopCh := s.stopCh
 	s.mu.Unlock()
@@ -827,9 +865,11 @@ func (s *Session) teardown(ctx context.Context, graceful bool) error {
 	}
 	s.wg.Wait()
 	if browser != nil {
-		if err := browser.Close(ctx); err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.profile.StopBudgets.Browser)
+		if err := browser.Close(cctx); err != nil {
 			errs = append(errs, fmt.Errorf("closing browser: %w", err))
 		}
+		cancel()
 	}
 	s.mu.Lock()
 	s.conn, s.browser = nil, nil
@@ -840,4 +880,50 @@ func (s *Session) teardown(ctx context.Context, graceful bool) error {
 		return fmt.Errorf("session: stop: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// detach calls d.Detach(ctx) and returns its error, or ctx's error when
+// ctx ends first: a Detach that ignores its context is abandoned (its
+// goroutine ends whenever Detach returns), not waited for.
+func detach(ctx context.Context, d Detacher) error {
+	done := make(chan error, 1)
+	go func() { done <- d.Detach(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("abandoned: Detach ignores its context: %w", ctx.Err())
+	}
+}
+
+// closeCreated closes the tabs the session opened in a browser it only
+// connected to, and waits until the browser destroyed them: closing a
+// target returns before the target is gone.
+func (s *Session) closeCreated(ctx context.Context, conn *cdp.Conn, ids []target.ID) error {
+	for _, id := range ids {
+		if err := conn.CloseTarget(ctx, id); err != nil {
+			s.log.Debug("closing created tab", zap.String("target", string(id)), zap.Error(err))
+		}
+	}
+	for {
+		s.mu.Lock()
+		var left []target.ID
+		for _, id := range ids {
+			if !s.gone[id] {
+				left = append(left, id)
+			}
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		if len(left) == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-conn.Done():
+			return nil // the browser closes everything with the connection
+		case <-ctx.Done():
+			return fmt.Errorf("tabs %v the session opened were not destroyed: %w", left, ctx.Err())
+		}
+	}
 }

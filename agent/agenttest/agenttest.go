@@ -31,7 +31,8 @@
 // Pages change through their elements (Element.Href, Rerender, ...) and
 // through Rerender, Remove and Navigate, which act as the page itself
 // would. Failures are injected with Fail, Block, SetDOMError and
-// Element.Fail; After runs a function at a precise point between actions.
+// Element.Fail; After runs a function at a precise point between actions;
+// Disconnect, Reconnect and Gone drive what Ready reports.
 // Every event the fake handles is recorded (Events).
 package agenttest
 
@@ -97,6 +98,11 @@ type Browser struct {
 	faults  map[string][]fault
 	after   map[string][]func()
 	log     []Event
+	// Connection health, for Ready: lost (Disconnect) until Reconnect, or
+	// gone for good (Gone); health is closed and replaced on every change.
+	lost   bool
+	gone   string
+	health chan struct{}
 }
 
 type tab struct {
@@ -122,6 +128,7 @@ func New(tb testing.TB, pages ...Page) *Browser {
 		site:   map[string]Page{},
 		faults: map[string][]fault{},
 		after:  map[string][]func(){},
+		health: make(chan struct{}),
 	}
 	for _, p := range pages {
 		seen := map[int]bool{}
@@ -216,6 +223,50 @@ func (b *Browser) Fingerprint(_ context.Context, tabID string) (events.PageFinge
 		return events.PageFingerprint{}, err
 	}
 	return t.doc.fingerprint(), nil
+}
+
+// Ready implements agent.Browser: nil while connected; after Disconnect it
+// waits for Reconnect or Gone (or ctx); after Gone it returns an error
+// wrapping events.ErrBrowserGone at once; after Close, ErrClosed.
+func (b *Browser) Ready(ctx context.Context) error {
+	for {
+		b.mu.Lock()
+		closed, lost, gone, ch := b.closed, b.lost, b.gone, b.health
+		b.mu.Unlock()
+		switch {
+		case closed:
+			return ErrClosed
+		case gone != "":
+			return fmt.Errorf("%w: %s", events.ErrBrowserGone, gone)
+		case !lost:
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Disconnect loses the connection, as a dropped websocket would: Ready
+// waits until Reconnect or Gone. Events keep being answered (a test
+// decides what a lost browser does with Fail).
+func (b *Browser) Disconnect() { b.setHealth(func() { b.lost = true }) }
+
+// Reconnect restores the connection after Disconnect.
+func (b *Browser) Reconnect() { b.setHealth(func() { b.lost = false }) }
+
+// Gone makes the browser gone for good (a killed process, a reconnect
+// that failed): Ready reports reason wrapped in events.ErrBrowserGone.
+func (b *Browser) Gone(reason string) { b.setHealth(func() { b.gone = reason }) }
+
+func (b *Browser) setHealth(f func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f()
+	close(b.health)
+	b.health = make(chan struct{})
 }
 
 // Rerender re-renders the focused page in place, as a page's own script

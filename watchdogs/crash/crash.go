@@ -12,9 +12,14 @@
 //     exit status), and "ConnectionLost" when the connection to it was lost
 //     while the process still runs;
 //   - for a dropped connection to a remote browser (Profile.CDPURL):
-//     BrowserReconnecting before each attempt (Session.Reconnect), then
-//     BrowserReconnected (with the downtime), or "ReconnectionFailed" after
-//     the last attempt ("ConnectionLost" if reconnecting is disabled).
+//     BrowserReconnecting before each attempt's backoff (Session.Reconnect
+//     follows), then BrowserReconnected (with the downtime), or
+//     "ReconnectionFailed" after the last attempt ("ConnectionLost" if
+//     reconnecting is disabled).
+//
+// Whenever it gives the browser up ("BrowserExited", "ConnectionLost",
+// "ReconnectionFailed") it also emits BrowserLost, on which the session's
+// Ready stops waiting and the agent ends its run.
 //
 // It never relaunches a browser or restarts the session. Calls pending on a
 // dead connection or tab fail on their own (cdp.ErrConnectionLost,
@@ -189,6 +194,15 @@ func (w *Watchdog) emitError(ctx context.Context, s *session.Session, typ, msg s
 	bus.Emit(ctx, b, events.BrowserError, events.BrowserErrorEvent{Type: typ, Message: msg, Details: d})
 }
 
+// giveUp reports the browser gone for good: BrowserError for the record,
+// then BrowserLost, on which the session's Ready stops waiting.
+func (w *Watchdog) giveUp(ctx context.Context, s *session.Session, typ, msg string, details map[string]string) {
+	w.emitError(ctx, s, typ, msg, details)
+	if b := s.Bus(); b != nil {
+		bus.Emit(ctx, b, events.BrowserLost, events.BrowserLostEvent{Reason: msg})
+	}
+}
+
 func (w *Watchdog) onTargetCrashed(ctx context.Context, ev events.TargetCrashedEvent) (events.None, error) {
 	w.mu.Lock()
 	s := w.sess
@@ -299,7 +313,7 @@ func (w *Watchdog) launchedLost(ctx context.Context, s *session.Session, browser
 	case <-exited:
 		w.reportExit(ctx, s, browser)
 	case <-grace.C:
-		w.emitError(ctx, s, "ConnectionLost",
+		w.giveUp(ctx, s, "ConnectionLost",
 			fmt.Sprintf("the connection to the launched browser (pid %d) was lost while the process still runs: %v; restart the session", browser.PID(), lost),
 			map[string]string{"pid": strconv.Itoa(browser.PID())})
 	}
@@ -310,7 +324,7 @@ func (w *Watchdog) reportExit(ctx context.Context, s *session.Session, browser *
 	if err := browser.Wait(); err != nil {
 		status = err.Error()
 	}
-	w.emitError(ctx, s, "BrowserExited",
+	w.giveUp(ctx, s, "BrowserExited",
 		fmt.Sprintf("the browser process (pid %d) ended (%s): every tab is gone and actions fail; restart the session", browser.PID(), status),
 		map[string]string{"pid": strconv.Itoa(browser.PID()), "status": status})
 }
@@ -320,18 +334,20 @@ func (w *Watchdog) reportExit(ctx context.Context, s *session.Session, browser *
 func (w *Watchdog) reconnect(ctx context.Context, s *session.Session, endpoint string, lost error) bool {
 	n := w.cfg.ReconnectAttempts
 	if n < 0 {
-		w.emitError(ctx, s, "ConnectionLost", fmt.Sprintf("the connection to %s was lost: %v", endpoint, lost), map[string]string{"cdp_url": endpoint})
+		w.giveUp(ctx, s, "ConnectionLost", fmt.Sprintf("the connection to %s was lost: %v", endpoint, lost), map[string]string{"cdp_url": endpoint})
 		return false
 	}
 	b := s.Bus()
 	start := time.Now()
 	var last error
 	for attempt := 1; attempt <= n; attempt++ {
-		if !sleep(ctx, w.cfg.ReconnectBackoff[min(attempt-1, len(w.cfg.ReconnectBackoff)-1)]) {
-			return false
-		}
+		// Announced before the backoff: whoever waits for the browser
+		// (Session.Ready) learns at once that a reconnect is under way.
 		if b != nil {
 			bus.Emit(ctx, b, events.BrowserReconnecting, events.BrowserReconnectingEvent{CDPURL: endpoint, Attempt: attempt, MaxAttempts: n})
+		}
+		if !sleep(ctx, w.cfg.ReconnectBackoff[min(attempt-1, len(w.cfg.ReconnectBackoff)-1)]) {
+			return false
 		}
 		actx, cancel := context.WithTimeout(ctx, w.cfg.ReconnectTimeout)
 		last = s.Reconnect(actx)
@@ -347,7 +363,7 @@ func (w *Watchdog) reconnect(ctx context.Context, s *session.Session, endpoint s
 		}
 		w.log.Debug("reconnect attempt failed", zap.Int("attempt", attempt), zap.Error(last))
 	}
-	w.emitError(ctx, s, "ReconnectionFailed",
+	w.giveUp(ctx, s, "ReconnectionFailed",
 		fmt.Sprintf("the connection to %s was lost (%v) and %d reconnect attempts failed, the last with: %v", endpoint, lost, n, last),
 		map[string]string{"cdp_url": endpoint, "attempts": strconv.Itoa(n)})
 	return false

@@ -217,11 +217,24 @@ func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.Br
 		}
 	}
 
+	// A page whose script never yields would hold every capture command
+	// (and the screenshot) until its timeout: the session interrupts such a
+	// script first, and the model is told.
+	var unresponsive error
+	if _, rerr := s.EnsureResponsive(ctx, tab); errors.Is(rerr, session.ErrPageUnresponsive) {
+		unresponsive = rerr
+	} else if rerr != nil {
+		w.log.Debug("probing the page", zap.Error(rerr))
+	}
+	for _, why := range s.TakeInterrupts(tab) {
+		st.Hints = append(st.Hints, "The page's script was stopped because "+why+"; the page may not work as its author intended.")
+	}
+
 	// The screenshot is asked for through the bus, as a child of this
 	// event, on its own goroutine while the DOM is captured; it is joined
 	// before returning. Whoever answers Screenshot provides the image.
 	var shotDone chan struct{}
-	if ev.IncludeScreenshot {
+	if ev.IncludeScreenshot && unresponsive == nil {
 		shotDone = make(chan struct{})
 		go func() {
 			defer close(shotDone)
@@ -249,7 +262,12 @@ func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.Br
 		return st, nil
 	}
 
-	obs, err := w.capture(ctx, s, tab, cs)
+	var obs *observation
+	if unresponsive != nil {
+		err = unresponsive
+	} else {
+		obs, err = w.capture(ctx, s, tab, cs)
+	}
 	// Read right after the capture so that it is comparable with the
 	// fingerprint the agent's mutation fence takes before each action.
 	if fp, ferr := s.Fingerprint(ctx, tab); ferr == nil {

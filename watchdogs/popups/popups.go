@@ -21,6 +21,11 @@
 // behind it, and whoever collects closed dialogs from DialogHandled (the
 // DOM watchdog, for the next observation) sees it before any later event.
 //
+// A page that opens dialogs in a loop never yields: every answer lets the
+// next dialog open. After Config.StormLimit dialogs of one target within
+// Config.StormWindow, the watchdog interrupts the page's script
+// (session.Interrupt), so that the storm cannot hold a step hostage.
+//
 // It never opens, closes or blocks windows: new windows a page opens
 // (window.open, target=_blank) are attached by the session as tabs and
 // reported as TabCreated.
@@ -122,7 +127,21 @@ type Config struct {
 	// Logger receives debug messages. Default: the session's logger, named
 	// "popups".
 	Logger *zap.Logger
+	// StormLimit and StormWindow bound a dialog storm (a page that loops on
+	// alert() never yields, every dialog answered opening the next): after
+	// StormLimit dialogs of one target within StormWindow, the page's script
+	// is interrupted (session.Interrupt: the model is told at the next
+	// observation, a BrowserError "ScriptInterrupted" reports it). Defaults
+	// DefaultStormLimit and DefaultStormWindow; a negative limit disables it.
+	StormLimit  int
+	StormWindow time.Duration
 }
+
+// Defaults of the dialog storm bound.
+const (
+	DefaultStormLimit  = 20
+	DefaultStormWindow = 3 * time.Second
+)
 
 // Watchdog is the popups watchdog; see the package documentation.
 type Watchdog struct {
@@ -130,10 +149,11 @@ type Watchdog struct {
 	// answer sends the answer to the dialog open on cs (a seam for tests).
 	answer func(ctx context.Context, cs *cdp.Session, accept bool, promptText string) error
 
-	mu    sync.Mutex
-	sess  *session.Session
-	log   *zap.Logger
-	group *routine.Group // dialog consumers and policy calls; nil before Attach
+	mu     sync.Mutex
+	sess   *session.Session
+	log    *zap.Logger
+	group  *routine.Group         // dialog consumers and policy calls; nil before Attach
+	recent map[string][]time.Time // dialog times per target, for the storm bound
 }
 
 // New returns a popups watchdog.
@@ -149,6 +169,12 @@ func New(cfg Config) *Watchdog {
 	}
 	if cfg.DecisionTimeout <= 0 {
 		cfg.DecisionTimeout = DefaultDialogDecisionTimeout
+	}
+	if cfg.StormLimit == 0 {
+		cfg.StormLimit = DefaultStormLimit
+	}
+	if cfg.StormWindow <= 0 {
+		cfg.StormWindow = DefaultStormWindow
 	}
 	return &Watchdog{cfg: cfg, answer: answer}
 }
@@ -166,6 +192,7 @@ func (w *Watchdog) Attach(s *session.Session) error {
 	}
 	w.mu.Lock()
 	w.sess, w.log, w.group = s, log, routine.New(context.Background())
+	w.recent = map[string][]time.Time{}
 	w.mu.Unlock()
 	s.AddTargetHook(w.hook)
 	return nil
@@ -271,6 +298,16 @@ func (w *Watchdog) onDialog(ctx context.Context, g *routine.Group, cs *cdp.Sessi
 	actx, cancel := context.WithTimeout(ctx, answerTimeout)
 	err := w.answer(actx, cs, dec.Accept, dec.PromptText)
 	cancel()
+	if err == nil {
+		if n := w.storm(d.TargetID); n > 0 {
+			// Answered, yet the next one is already coming: stop the
+			// script that opens them.
+			why := fmt.Sprintf("it opened %d dialogs within %s", n, w.cfg.StormWindow)
+			if ierr := s.Interrupt(ctx, cs, why); ierr != nil {
+				log.Debug("interrupting a dialog storm", zap.Error(ierr))
+			}
+		}
+	}
 	switch {
 	case err == nil:
 	case ctx.Err() != nil || errors.Is(err, cdp.ErrClosed):
@@ -289,6 +326,30 @@ func (w *Watchdog) onDialog(ctx context.Context, g *routine.Group, cs *cdp.Sessi
 			Details: details,
 		})
 	}
+}
+
+// storm records a dialog of target and returns how many it opened within
+// the storm window once that reaches the limit (and forgets them), else 0.
+func (w *Watchdog) storm(target string) int {
+	if w.cfg.StormLimit < 0 {
+		return 0
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.recent == nil {
+		return 0
+	}
+	times := append(w.recent[target], now)
+	for len(times) > 0 && now.Sub(times[0]) > w.cfg.StormWindow {
+		times = times[1:]
+	}
+	if len(times) >= w.cfg.StormLimit {
+		delete(w.recent, target)
+		return len(times)
+	}
+	w.recent[target] = times
+	return 0
 }
 
 // answer sends Page.handleJavaScriptDialog.

@@ -1,0 +1,134 @@
+package testbrowser
+
+import (
+	"errors"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+)
+
+// Proxy is a TCP proxy for fault tests. Its connections can be cut (both
+// sides closed, as a dropped network does) or stalled (nothing forwarded,
+// the sockets kept open, as a hung peer or a black-holed route does).
+// It is closed at the test's cleanup, with every goroutine it started.
+type Proxy struct {
+	ln     net.Listener
+	target string
+
+	mu      sync.Mutex
+	conns   []net.Conn
+	stalled chan struct{} // closed when the stall ends; nil when not stalled
+	wg      sync.WaitGroup
+}
+
+// NewProxy starts a proxy on 127.0.0.1 that forwards to target
+// ("host:port").
+func NewProxy(tb testing.TB, target string) *Proxy {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &Proxy{ln: ln, target: target}
+	p.wg.Add(1)
+	go p.accept()
+	tb.Cleanup(func() {
+		ln.Close()
+		p.Stall(false)
+		p.Cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// Addr is the proxy's "host:port".
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Through rewrites a ws:// or http:// URL of the target to go through the
+// proxy.
+func (p *Proxy) Through(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	u.Host = p.Addr()
+	return u.String()
+}
+
+// Cut closes every connection open through the proxy; new ones are still
+// accepted.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// Stall stops (on) or resumes (off) forwarding bytes, on the open
+// connections and on new ones.
+func (p *Proxy) Stall(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case on && p.stalled == nil:
+		p.stalled = make(chan struct{})
+	case !on && p.stalled != nil:
+		close(p.stalled)
+		p.stalled = nil
+	}
+}
+
+func (p *Proxy) gate() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stalled
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		u, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, u)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pipe(u, c)
+		go p.pipe(c, u)
+	}
+}
+
+// pipe copies src to dst, holding each chunk while the proxy is stalled.
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	defer dst.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if g := p.gate(); g != nil {
+				<-g
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				src.Close()
+			}
+			return
+		}
+	}
+}

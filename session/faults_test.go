@@ -1,0 +1,163 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/testbrowser"
+	"github.com/browseragent/browseragent/session"
+)
+
+// stubborn is a watchdog whose BrowserStop handler and Detach ignore their
+// contexts until released.
+type stubborn struct{ release chan struct{} }
+
+func (w *stubborn) Name() string { return "stubborn" }
+
+func (w *stubborn) Attach(s *session.Session) error {
+	return session.Handle(s, events.BrowserStop, "stubborn", func(context.Context, events.BrowserStopEvent) (events.None, error) {
+		<-w.release
+		return events.None{}, nil
+	})
+}
+
+func (w *stubborn) Detach(context.Context) error {
+	<-w.release
+	return nil
+}
+
+// A handler and a watchdog that ignore cancellation cannot make Stop hang:
+// each phase ends at its budget, the stragglers are named, and the browser
+// is still closed and its profile removed.
+func TestStopHasItsOwnBudgets(t *testing.T) {
+	w := &stubborn{release: make(chan struct{})}
+	defer close(w.release) // lets the abandoned goroutines end for goleak
+	budgets := session.StopBudgets{Events: 300 * time.Millisecond, Bus: 300 * time.Millisecond, Detach: 300 * time.Millisecond}
+	s := session.New(session.Profile{StopBudgets: budgets}, session.WithWatchdogs(w))
+	if err := s.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	pid, profile := s.Browser().PID(), s.Browser().UserDataDir()
+	start := time.Now()
+	err := s.Stop(context.Background())
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "stubborn") || !errors.Is(err, bus.ErrCloseIncomplete) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Stop = %v; want an error naming the stubborn handler and Detach", err)
+	}
+	// Events 0.3 s + bus 0.3 s + detach 0.3 s, then a graceful close: far
+	// below the 60 s the old Stop took, with room for a busy machine.
+	if took > 20*time.Second {
+		t.Fatalf("Stop took %s", took)
+	}
+	// Killed helpers may stay zombies until init reaps them: poll.
+	waitUntil(t, 30*time.Second, "the browser's process group to be gone", func() bool {
+		return errors.Is(syscall.Kill(-pid, 0), syscall.ESRCH)
+	})
+	if _, err := os.Stat(profile); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the temporary profile %s is still there: %v", profile, err)
+	}
+	t.Logf("Stop with a stubborn handler and watchdog took %s", took)
+}
+
+// A report handler that blocks does not hold the navigation that reports:
+// reports are not awaited on the action's path.
+func TestReportHandlersDoNotHoldNavigation(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	slow := session.NewWatchdog("slow-reports", func(s *session.Session) error {
+		return session.Handle(s, events.NavigationComplete, "slow-reports", func(ctx context.Context, _ events.NavigationCompleteEvent) (events.None, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return events.None{}, nil
+		})
+	})
+	s, env := start(t, session.Profile{}, session.WithWatchdogs(slow))
+	began := time.Now()
+	res, err := bus.Call(ctxT(t), s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: env.URL("/index.html")})
+	if err != nil || res.Outcome.Verdict != events.VerdictNavigated {
+		t.Fatalf("navigate: %+v %v", res.Outcome, err)
+	}
+	if took := time.Since(began); took > 20*time.Second {
+		t.Fatalf("the navigation waited %s for its report handler", took)
+	}
+}
+
+// Ready: nil while connected; a launched browser that was killed is gone at
+// once; a lost connection with nobody reconnecting is gone after the grace.
+func TestReady(t *testing.T) {
+	s := session.New(session.Profile{})
+	if err := s.Ready(ctxT(t)); !errors.Is(err, session.ErrNotStarted) {
+		t.Fatalf("Ready before Start = %v", err)
+	}
+	if err := s.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.Background())
+	if err := s.Ready(ctxT(t)); err != nil {
+		t.Fatalf("Ready while connected = %v", err)
+	}
+	if err := syscall.Kill(s.Browser().PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	var err error
+	waitUntil(t, 30*time.Second, "Ready to report the killed browser", func() bool {
+		err = s.Ready(ctxT(t))
+		return err != nil
+	})
+	if !errors.Is(err, events.ErrBrowserGone) {
+		t.Fatalf("Ready after the browser was killed = %v", err)
+	}
+	t.Logf("a killed browser was known gone %s after the kill: %v", time.Since(began), err)
+
+	env := testbrowser.Start(t)
+	p := testbrowser.NewProxy(t, hostOf(t, env.Browser.WebSocketURL()))
+	s2 := session.New(session.Profile{CDPURL: p.Through(env.Browser.WebSocketURL()), ReconnectGrace: 300 * time.Millisecond})
+	if err := s2.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Stop(context.Background())
+	p.Cut()
+	began = time.Now()
+	waitUntil(t, 30*time.Second, "Ready to report the cut connection", func() bool {
+		err = s2.Ready(ctxT(t))
+		return err != nil
+	})
+	if !errors.Is(err, events.ErrBrowserGone) || !strings.Contains(err.Error(), "no reconnect began") {
+		t.Fatalf("Ready after the connection was cut = %v", err)
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Fatalf("Ready took %s with a 300 ms grace", took)
+	}
+}
+
+func hostOf(t *testing.T, raw string) string {
+	t.Helper()
+	i := strings.Index(raw, "://")
+	rest := raw[i+3:]
+	if j := strings.IndexByte(rest, '/'); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest
+}
+
+// waitUntil polls cond until it holds, failing the test after limit.
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
