@@ -59,9 +59,26 @@ func (s *Session) Reconnect(ctx context.Context) error {
 		old.Close()
 	}
 
+	// Until the tabs are attached again the session is not ready: Ready
+	// waits on restoring, and a failure below closes the new connection so
+	// that the next attempt starts over instead of finding it healthy.
+	ok := false
+	defer func() {
+		if !ok {
+			conn.Close()
+		}
+		s.mu.Lock()
+		s.restoring = false
+		if ok {
+			s.lostAt, s.reconnecting, s.lostFor = time.Time{}, false, ""
+		}
+		s.notifyLocked()
+		s.mu.Unlock()
+	}()
 	s.mu.Lock()
 	oldTabs := slices.Clone(s.tabOrder)
 	oldFocus := s.focus
+	s.restoring = true
 	s.conn = conn
 	s.tabs = map[target.ID]*tab{}
 	s.tabOrder = nil
@@ -71,7 +88,6 @@ func (s *Session) Reconnect(ctx context.Context) error {
 		s.quiet[id] = true // re-attached, not new: no TabCreated
 	}
 	s.selector = nil
-	s.lostAt, s.reconnecting, s.lostFor = time.Time{}, false, ""
 	s.notifyLocked()
 	s.mu.Unlock()
 
@@ -123,6 +139,7 @@ func (s *Session) Reconnect(ctx context.Context) error {
 		s.mu.Unlock()
 		focus = id
 	}
+	ok = true
 	if focus != oldFocus {
 		emit(ctx, s, events.AgentFocusChanged, events.AgentFocusChangedEvent{TargetID: string(focus), URL: s.tabURL(focus)})
 	}
@@ -130,7 +147,8 @@ func (s *Session) Reconnect(ctx context.Context) error {
 }
 
 // Ready waits until the session can take events. It returns nil at once
-// when the browser is connected. While the connection is lost it waits: for
+// when the browser is connected and no Reconnect is attaching its tabs
+// again. While the connection is lost it waits: for
 // the reconnect under way (a BrowserReconnecting was reported) to succeed
 // or be given up, and otherwise for Profile.ReconnectGrace after the loss,
 // for a reconnect to begin. It returns an error wrapping
@@ -149,7 +167,7 @@ func (s *Session) Ready(ctx context.Context) error {
 	for {
 		s.mu.Lock()
 		running, conn, browser := s.running, s.conn, s.browser
-		lostAt, reconnecting, lostFor := s.lostAt, s.reconnecting, s.lostFor
+		lostAt, reconnecting, lostFor, restoring := s.lostAt, s.reconnecting, s.lostFor, s.restoring
 		ch := s.changed
 		s.mu.Unlock()
 		if !running || conn == nil {
@@ -165,14 +183,14 @@ func (s *Session) Ready(ctx context.Context) error {
 		if lostFor != "" {
 			return fmt.Errorf("%w: %s", events.ErrBrowserGone, lostFor)
 		}
-		if conn.Err() == nil {
+		if conn.Err() == nil && !restoring {
 			return nil
 		}
 		if lostAt.IsZero() {
 			lostAt = time.Now() // the tracker has not noted it yet
 		}
 		var expired <-chan time.Time
-		if !reconnecting {
+		if !reconnecting && !restoring {
 			left := s.profile.ReconnectGrace - time.Since(lostAt)
 			if left <= 0 {
 				return fmt.Errorf("%w: the connection was lost (%v) and no reconnect began", events.ErrBrowserGone, conn.Err())

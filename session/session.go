@@ -110,11 +110,14 @@ type Session struct {
 	// Health of the connection, for Ready: when it was found lost, whether
 	// a reconnect is under way (BrowserReconnecting), and why the browser
 	// is gone for good (BrowserLost), all reset by a successful Reconnect.
-	lostAt       time.Time
-	reconnecting bool
-	lostFor      string
-	interrupts   map[target.ID][]string // why a tab's script was stopped, until taken
-	wg           sync.WaitGroup
+	lostAt        time.Time
+	reconnecting  bool
+	lostFor       string
+	restoring     bool                    // Reconnect swapped the connection and attaches the tabs again
+	interrupts    map[target.ID][]string  // why a tab's script was stopped, until taken
+	lastInterrupt map[target.ID]time.Time // when a tab's script was last interrupted
+	scriptsOff    map[target.ID]bool      // tabs whose scripts DisableScripts turned off
+	wg            sync.WaitGroup
 }
 
 type hookEntry struct {
@@ -229,8 +232,10 @@ func (s *Session) Start(ctx context.Context) (err error) {
 	s.focus = ""
 	s.focusLog = nil
 	s.gone = map[target.ID]bool{}
-	s.lostAt, s.reconnecting, s.lostFor = time.Time{}, false, ""
+	s.lostAt, s.reconnecting, s.lostFor, s.restoring = time.Time{}, false, "", false
 	s.interrupts = map[target.ID][]string{}
+	s.lastInterrupt = map[target.ID]time.Time{}
+	s.scriptsOff = map[target.ID]bool{}
 	s.selector = nil
 	s.stopCh = make(chan struct{})
 	s.mu.Unlock()

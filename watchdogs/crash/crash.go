@@ -73,8 +73,11 @@ const (
 	DefaultExitGrace = 5 * time.Second
 )
 
-// DefaultReconnectBackoff is the wait before each reconnect attempt.
-var DefaultReconnectBackoff = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
+// DefaultReconnectBackoff is the wait before each reconnect attempt. The
+// first is short: a dropped websocket (a proxy or load balancer restarting)
+// usually accepts a new connection at once, and the agent's next step waits
+// for it.
+var DefaultReconnectBackoff = []time.Duration{200 * time.Millisecond, time.Second, 3 * time.Second}
 
 // ErrUnknownPolicy is wrapped by the Attach error of a crash watchdog
 // configured with a Policy it does not know.
