@@ -322,6 +322,14 @@ func (a *Agent) ready(ctx context.Context, res *Result) error {
 	return err
 }
 
+// connected reports, without waiting, whether the browser can take events
+// (Ready on a context already done answers at once).
+func (a *Agent) connected(ctx context.Context) bool {
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	return a.browser.Ready(cctx) == nil
+}
+
 // account adds a finished item to the result.
 func (a *Agent) account(res *Result, item *HistoryItem) {
 	res.Usage.PromptTokens += item.Usage.PromptTokens
@@ -431,6 +439,14 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 		return item, nil
 	}
 	item.State = StateRecord{URL: st.URL, Title: st.Title, Tabs: st.Tabs, Fingerprint: st.Fingerprint, DOMError: st.Error}
+	if st.Error != "" && !a.connected(ctx) {
+		// The observation failed because the browser went away under it:
+		// no model call on a page nobody can see; the next step waits for
+		// the browser (or ends the run).
+		item.Error = a.secrets.scrub("the connection to the browser was lost during the observation: " + st.Error)
+		a.finish(ctx, &item)
+		return item, nil
+	}
 	if len(st.Screenshot) > 0 {
 		dir := filepath.Join(a.runDir, "screenshots")
 		p := filepath.Join(dir, fmt.Sprintf("step_%d.png", n))

@@ -71,6 +71,12 @@ func (s *Session) Send(ctx context.Context, method string, params any) *Reply {
 	return r
 }
 
+// Err returns the error known when the command was sent (its parameters
+// did not encode, the connection or the session had already failed, ctx
+// ended before the write), or nil: for a caller that does not wait for the
+// answer.
+func (r *Reply) Err() error { return r.err }
+
 // Wait waits for the answer and decodes its result into result (nil to
 // discard), with the errors of Session.Call. It must be called at most once.
 func (r *Reply) Wait(ctx context.Context, result any) error {

@@ -94,6 +94,7 @@ func (s *Session) navigateTab(ctx context.Context, id target.ID, rawURL string, 
 		return out, err
 	}
 	from := s.tabURL(id)
+	s.restoreScripts(ctx, cs)
 	lc := cs.SubscribeEvents("Page.lifecycleEvent")
 	defer lc.Cancel()
 	res, err := cdpproto.Call(ctx, cs, page.Navigate, page.NavigateParams{URL: rawURL, TransitionType: page.TransitionTypeTyped})
@@ -219,6 +220,7 @@ func (s *Session) historyStep(ctx context.Context, id target.ID, delta int) (nav
 		}
 		return out, fmt.Errorf("%w: no history entry to go %s to", ErrNavigation, dir)
 	}
+	s.restoreScripts(ctx, cs)
 	lc := cs.SubscribeEvents("Page.lifecycleEvent")
 	defer lc.Cancel()
 	from := h.Entries[h.CurrentIndex].URL

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	cdpproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"go.uber.org/zap"
 
@@ -41,13 +44,122 @@ func (s *Session) EnsureResponsive(ctx context.Context, tabID string) (bool, err
 	}
 	id := string(cs.TargetID())
 	reason := fmt.Sprintf("its script kept the page busy for more than %s", s.profile.ScriptBudget)
+	again := s.interruptedRecently(target.ID(id))
 	if err := s.interrupt(ctx, cs, reason); err != nil {
 		return true, err
 	}
 	if err := s.probe(ctx, cs); err != nil {
 		return true, fmt.Errorf("%w: tab %s did not answer within %s after its script was interrupted: %v", ErrPageUnresponsive, id, s.profile.ScriptBudget, err)
 	}
+	if again {
+		// Busy again right after an interrupt (a timer restarts the loop):
+		// interrupting each time would cost a budget per call.
+		if err := s.DisableScripts(ctx, id, "it kept the page busy again after its script was stopped"); err != nil {
+			return true, err
+		}
+		if err := s.ReloadTab(ctx, id); err != nil {
+			return true, err
+		}
+		s.waitLoaded(ctx, cs.TargetID(), s.profile.SameSiteLoadWait)
+		if err := s.probe(ctx, cs); err != nil {
+			return true, fmt.Errorf("%w: tab %s did not answer after it was reloaded without scripts: %v", ErrPageUnresponsive, id, err)
+		}
+	}
 	return true, nil
+}
+
+// repeatWindow is how soon after an interrupt a page busy again has its
+// scripts disabled.
+const repeatWindow = 30 * time.Second
+
+// interruptedRecently reports whether the tab's script was interrupted
+// within repeatWindow.
+func (s *Session) interruptedRecently(id target.ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.lastInterrupt[id]
+	return ok && time.Since(t) < repeatWindow
+}
+
+// DisableScripts turns script execution off in a tab ("" = the focused
+// one), for the document the caller then reloads with ReloadTab: the remedy
+// for a page whose scripts hold it hostage where interrupting them does not
+// help (a loop of dialogs: the renderer cancels a termination while a
+// dialog is open; a timer that restarts a busy loop). Scripts stay off in
+// that tab until the session navigates it to another document
+// (NavigateToURL, GoBack, GoForward; a Refresh keeps them off). The reason
+// is noted for the next observation (TakeInterrupts) and reported as a
+// BrowserError "ScriptsDisabled". The change is sent, not awaited: a
+// renderer held by the page answers nothing until the reload.
+func (s *Session) DisableScripts(ctx context.Context, tabID, reason string) error {
+	cs, err := s.PageSession(tabID)
+	if err != nil {
+		return err
+	}
+	id := cs.TargetID()
+	if r := cs.Send(ctx, "Emulation.setScriptExecutionDisabled", map[string]bool{"value": true}); r.Err() != nil {
+		return fmt.Errorf("session: disabling the scripts of tab %s: %w", shortID(string(id)), r.Err())
+	}
+
+	note := reason + "; its scripts were disabled and the page reloaded without them (navigating elsewhere turns them back on)"
+	s.mu.Lock()
+	if s.scriptsOff != nil {
+		s.scriptsOff[id] = true
+		s.interrupts[id] = append(s.interrupts[id], note)
+	}
+	s.mu.Unlock()
+	s.log.Info("disabled a page's scripts", zap.String("target", string(id)), zap.String("reason", reason))
+	if b := s.Bus(); b != nil {
+		_, _ = bus.Emit(ctx, b, events.BrowserError, events.BrowserErrorEvent{
+			Type:    "ScriptsDisabled",
+			Message: fmt.Sprintf("the scripts of tab %s were disabled: %s", shortID(string(id)), reason),
+			Details: map[string]string{"target_id": string(id), "reason": reason},
+		})
+	}
+	return nil
+}
+
+// ReloadTab reloads a tab ("" = the focused one) by way of about:blank:
+// it navigates the tab to about:blank, then back to the URL it showed. A
+// plain reload (or a navigation to a same-site URL) waits for the current
+// document to let go, which a page held by its own script never does; a
+// navigation to about:blank replaces it all the same (measured on Chromium
+// 156). The round trip leaves an about:blank entry in the tab's history and
+// loads the URL with GET. Used after DisableScripts, and after answering
+// the dialog the page is blocked in. ctx bounds both navigations; the load
+// of the page is not awaited.
+func (s *Session) ReloadTab(ctx context.Context, tabID string) error {
+	cs, err := s.PageSession(tabID)
+	if err != nil {
+		return err
+	}
+	back := s.tabURL(cs.TargetID())
+	if _, err := cdpproto.Call(ctx, cs, page.Navigate, page.NavigateParams{URL: "about:blank"}); err != nil {
+		return fmt.Errorf("session: reloading tab %s: leaving the page: %w", shortID(string(cs.TargetID())), err)
+	}
+	if back == "" || back == "about:blank" {
+		return nil
+	}
+	if _, err := cdpproto.Call(ctx, cs, page.Navigate, page.NavigateParams{URL: back}); err != nil {
+		return fmt.Errorf("session: reloading tab %s: back to %s: %w", shortID(string(cs.TargetID())), back, err)
+	}
+	return nil
+}
+
+// restoreScripts turns scripts back on in a tab before the session
+// navigates it to another document.
+func (s *Session) restoreScripts(ctx context.Context, cs *cdp.Session) {
+	id := cs.TargetID()
+	s.mu.Lock()
+	off := s.scriptsOff[id]
+	delete(s.scriptsOff, id)
+	s.mu.Unlock()
+	if !off {
+		return
+	}
+	if err := cs.Call(ctx, "Emulation.setScriptExecutionDisabled", map[string]bool{"value": false}, nil); err != nil {
+		s.log.Warn("turning a tab's scripts back on", zap.String("target", string(id)), zap.Error(err))
+	}
 }
 
 // Interrupt stops the script running in a target's main world (for
@@ -66,6 +178,7 @@ func (s *Session) interrupt(ctx context.Context, cs *cdp.Session, reason string)
 	s.mu.Lock()
 	if s.interrupts != nil {
 		s.interrupts[target.ID(tab)] = append(s.interrupts[target.ID(tab)], reason)
+		s.lastInterrupt[target.ID(tab)] = time.Now()
 	}
 	s.mu.Unlock()
 	s.log.Info("interrupted a page's script", zap.String("target", tab), zap.String("reason", reason), zap.Error(err))

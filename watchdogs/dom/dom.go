@@ -269,9 +269,12 @@ func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.Br
 		obs, err = w.capture(ctx, s, tab, cs)
 	}
 	// Read right after the capture so that it is comparable with the
-	// fingerprint the agent's mutation fence takes before each action.
-	if fp, ferr := s.Fingerprint(ctx, tab); ferr == nil {
-		st.Fingerprint = fp.String()
+	// fingerprint the agent's mutation fence takes before each action (not
+	// from a page that does not answer).
+	if unresponsive == nil {
+		if fp, ferr := s.Fingerprint(ctx, tab); ferr == nil {
+			st.Fingerprint = fp.String()
+		}
 	}
 	if obs != nil && obs.page != nil && obs.page.probe != nil {
 		p := obs.page.probe

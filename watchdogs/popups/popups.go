@@ -23,8 +23,10 @@
 //
 // A page that opens dialogs in a loop never yields: every answer lets the
 // next dialog open. After Config.StormLimit dialogs of one target within
-// Config.StormWindow, the watchdog interrupts the page's script
-// (session.Interrupt), so that the storm cannot hold a step hostage.
+// Config.StormWindow, the watchdog has the session reload the page with its
+// scripts disabled (session.DisableScripts; interrupting the script does not
+// work while a dialog is open), so that the storm cannot hold a step
+// hostage; the model is told at the next observation.
 //
 // It never opens, closes or blocks windows: new windows a page opens
 // (window.open, target=_blank) are attached by the session as tabs and
@@ -129,9 +131,10 @@ type Config struct {
 	Logger *zap.Logger
 	// StormLimit and StormWindow bound a dialog storm (a page that loops on
 	// alert() never yields, every dialog answered opening the next): after
-	// StormLimit dialogs of one target within StormWindow, the page's script
-	// is interrupted (session.Interrupt: the model is told at the next
-	// observation, a BrowserError "ScriptInterrupted" reports it). Defaults
+	// StormLimit dialogs of one target within StormWindow, the page is
+	// reloaded with its scripts disabled (session.DisableScripts: the model
+	// is told at the next observation, a BrowserError "ScriptsDisabled"
+	// reports it). Defaults
 	// DefaultStormLimit and DefaultStormWindow; a negative limit disables it.
 	StormLimit  int
 	StormWindow time.Duration
@@ -295,18 +298,32 @@ func (w *Watchdog) onDialog(ctx context.Context, g *routine.Group, cs *cdp.Sessi
 	}
 	log.Debug("answering dialog", zap.String("type", d.Type), zap.Bool("accept", dec.Accept), zap.String("reason", dec.Reason))
 
+	// A storm: every answer lets the next dialog open, and interrupting the
+	// script does not help (the renderer cancels a termination while a
+	// dialog is open). The page is reloaded without scripts: scripts off
+	// before this answer, the reload after it (a navigation waits for the
+	// open dialog to be answered; measured on Chromium 156).
+	storm := w.storm(d.TargetID)
+	if storm > 0 {
+		why := fmt.Sprintf("it opened %d dialogs within %s", storm, w.cfg.StormWindow)
+		if ierr := s.DisableScripts(ctx, d.TargetID, why); ierr != nil {
+			log.Debug("stopping a dialog storm", zap.Error(ierr))
+			storm = 0
+		}
+	}
 	actx, cancel := context.WithTimeout(ctx, answerTimeout)
 	err := w.answer(actx, cs, dec.Accept, dec.PromptText)
 	cancel()
-	if err == nil {
-		if n := w.storm(d.TargetID); n > 0 {
-			// Answered, yet the next one is already coming: stop the
-			// script that opens them.
-			why := fmt.Sprintf("it opened %d dialogs within %s", n, w.cfg.StormWindow)
-			if ierr := s.Interrupt(ctx, cs, why); ierr != nil {
-				log.Debug("interrupting a dialog storm", zap.Error(ierr))
+	if storm > 0 {
+		// On its own goroutine: this consumer keeps answering the dialogs
+		// still coming while the tab leaves the page.
+		_ = g.Go("reload after a dialog storm on "+d.TargetID, func(ctx context.Context) {
+			rctx, cancel := context.WithTimeout(ctx, answerTimeout)
+			defer cancel()
+			if rerr := s.ReloadTab(rctx, d.TargetID); rerr != nil {
+				log.Debug("reloading after a dialog storm", zap.Error(rerr))
 			}
-		}
+		})
 	}
 	switch {
 	case err == nil:
