@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/binary"
 	"io"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -17,16 +16,13 @@ import (
 	"github.com/browseragent/browseragent/internal/testbrowser"
 )
 
-// frameLog is a TCP proxy between a Conn and the browser that records the
-// header of every websocket frame the client sends.
+// frameLog records the header of every websocket frame a client sends
+// through its proxy.
 type frameLog struct {
-	ln     net.Listener
-	target string
-	wg     sync.WaitGroup
+	proxy *testbrowser.Proxy
 
 	mu     sync.Mutex
 	frames []frameHeader
-	conns  []net.Conn
 }
 
 type frameHeader struct {
@@ -36,39 +32,12 @@ type frameHeader struct {
 }
 
 func newFrameLog(t *testing.T, target string) *frameLog {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &frameLog{ln: ln, target: target}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.close)
-	return p
+	l := &frameLog{}
+	l.proxy = testbrowser.NewProxy(t, target, testbrowser.WithUpstream(l.clientToServer))
+	return l
 }
 
-func (p *frameLog) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go func() { defer p.wg.Done(); _, _ = io.Copy(c, up); c.Close() }()
-		go func() { defer p.wg.Done(); p.clientToServer(c, up); up.Close() }()
-	}
-}
-
-func (p *frameLog) clientToServer(c, up net.Conn) {
+func (p *frameLog) clientToServer(up io.Writer, c io.Reader) {
 	r := bufio.NewReaderSize(c, 1<<16)
 	// The HTTP upgrade request, up to the blank line.
 	for {
@@ -125,16 +94,6 @@ func (p *frameLog) clientToServer(c, up net.Conn) {
 	}
 }
 
-func (p *frameLog) close() {
-	p.ln.Close()
-	p.mu.Lock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
 func (p *frameLog) dataFrames() []frameHeader {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -169,7 +128,7 @@ func TestLargeParamIsOneFrame(t *testing.T) {
 		{"4 KiB buffer, 20 KB", 20 << 10, []cdp.Option{cdp.WithWriteBufferSize(4 << 10)}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			proxied := "ws://" + proxy.ln.Addr().String() + u.Path
+			proxied := proxy.proxy.Through(u.String())
 			c, err := cdp.Dial(ctx, proxied, tc.opts...)
 			if err != nil {
 				t.Fatal(err)

@@ -134,6 +134,9 @@ func TestReapLeftovers(t *testing.T) {
 	}
 	leftover := exec.Command(bin, args...)
 	leftover.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its singleton socket in a TMPDIR of the test's: killed, it would
+	// leave an org.chromium.Chromium.* entry where other tests count them.
+	leftover.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	if err := leftover.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -331,78 +331,27 @@ func TestStalledConnectionFailsByItself(t *testing.T) {
 	}
 }
 
-// throttleProxy relays TCP both ways, the browser's bytes at a bounded
-// rate, so a large message takes longer than a stall timeout while bytes
-// keep flowing.
-type throttleProxy struct {
-	ln     net.Listener
-	target string
-	chunk  int
-	every  time.Duration
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-func newThrottleProxy(t *testing.T, target string, chunk int, every time.Duration) *throttleProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &throttleProxy{ln: ln, target: target, chunk: chunk, every: every}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *throttleProxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go func() { defer p.wg.Done(); _, _ = io.Copy(up, c); up.Close() }()
-		go func() { defer p.wg.Done(); p.slowCopy(c, up); c.Close() }()
-	}
-}
-
-func (p *throttleProxy) slowCopy(dst, src net.Conn) {
-	buf := make([]byte, p.chunk)
-	tick := time.NewTicker(p.every)
-	defer tick.Stop()
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if _, err := dst.Write(buf[:n]); err != nil {
+// throttle relays the browser's bytes at a bounded rate (chunk bytes per
+// tick), so that a large message takes longer than a stall timeout while
+// bytes keep flowing.
+func throttle(chunk int, every time.Duration) testbrowser.Relay {
+	return func(dst io.Writer, src io.Reader) {
+		buf := make([]byte, chunk)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				if _, err := dst.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+			if err != nil {
 				return
 			}
+			<-tick.C // pacing, not a wait for state
 		}
-		if err != nil {
-			return
-		}
-		<-tick.C // pacing, not a wait for state
 	}
-}
-
-func (p *throttleProxy) close() {
-	p.ln.Close()
-	p.mu.Lock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
 }
 
 func TestSlowLargeMessageIsNotAStall(t *testing.T) {
@@ -414,9 +363,9 @@ func TestSlowLargeMessageIsNotAStall(t *testing.T) {
 	}
 	// At most 64 KiB per 25 ms (2.6 MB/s): a 6 MiB reply takes 2.4 s or
 	// more, longer than the stall timeout, while bytes keep arriving.
-	proxy := newThrottleProxy(t, u.Host, 64<<10, 25*time.Millisecond)
+	proxy := testbrowser.NewProxy(t, u.Host, testbrowser.WithDownstream(throttle(64<<10, 25*time.Millisecond)))
 	const stall = 1500 * time.Millisecond
-	c, err := cdp.Dial(ctx, "ws://"+proxy.ln.Addr().String()+u.Path, cdp.WithKeepalive(300*time.Millisecond, stall))
+	c, err := cdp.Dial(ctx, proxy.Through(u.String()), cdp.WithKeepalive(300*time.Millisecond, stall))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package session_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,57 +13,6 @@ import (
 	"github.com/browseragent/browseragent/internal/testbrowser"
 	"github.com/browseragent/browseragent/session"
 )
-
-// stubborn is a watchdog whose BrowserStop handler and Detach ignore their
-// contexts until released.
-type stubborn struct{ release chan struct{} }
-
-func (w *stubborn) Name() string { return "stubborn" }
-
-func (w *stubborn) Attach(s *session.Session) error {
-	return session.Handle(s, events.BrowserStop, "stubborn", func(context.Context, events.BrowserStopEvent) (events.None, error) {
-		<-w.release
-		return events.None{}, nil
-	})
-}
-
-func (w *stubborn) Detach(context.Context) error {
-	<-w.release
-	return nil
-}
-
-// A handler and a watchdog that ignore cancellation cannot make Stop hang:
-// each phase ends at its budget, the stragglers are named, and the browser
-// is still closed and its profile removed.
-func TestStopHasItsOwnBudgets(t *testing.T) {
-	w := &stubborn{release: make(chan struct{})}
-	defer close(w.release) // lets the abandoned goroutines end for goleak
-	budgets := session.StopBudgets{Events: 300 * time.Millisecond, Bus: 300 * time.Millisecond, Detach: 300 * time.Millisecond}
-	s := session.New(session.Profile{StopBudgets: budgets}, session.WithWatchdogs(w))
-	if err := s.Start(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
-	pid, profile := s.Browser().PID(), s.Browser().UserDataDir()
-	start := time.Now()
-	err := s.Stop(context.Background())
-	took := time.Since(start)
-	if err == nil || !strings.Contains(err.Error(), "stubborn") || !errors.Is(err, bus.ErrCloseIncomplete) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Stop = %v; want an error naming the stubborn handler and Detach", err)
-	}
-	// Events 0.3 s + bus 0.3 s + detach 0.3 s, then a graceful close: far
-	// below the 60 s the old Stop took, with room for a busy machine.
-	if took > 20*time.Second {
-		t.Fatalf("Stop took %s", took)
-	}
-	// Killed helpers may stay zombies until init reaps them: poll.
-	waitUntil(t, 30*time.Second, "the browser's process group to be gone", func() bool {
-		return errors.Is(syscall.Kill(-pid, 0), syscall.ESRCH)
-	})
-	if _, err := os.Stat(profile); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the temporary profile %s is still there: %v", profile, err)
-	}
-	t.Logf("Stop with a stubborn handler and watchdog took %s", took)
-}
 
 // A report handler that blocks does not hold the navigation that reports:
 // reports are not awaited on the action's path.

@@ -1,7 +1,7 @@
 package testbrowser
 
 import (
-	"errors"
+	"io"
 	"net"
 	"net/url"
 	"sync"
@@ -10,11 +10,14 @@ import (
 
 // Proxy is a TCP proxy for fault tests. Its connections can be cut (both
 // sides closed, as a dropped network does) or stalled (nothing forwarded,
-// the sockets kept open, as a hung peer or a black-holed route does).
-// It is closed at the test's cleanup, with every goroutine it started.
+// the sockets kept open, as a hung peer or a black-holed route does), and
+// either direction can be relayed by a function of the test's (to pace or
+// inspect the bytes). It is closed at the test's cleanup, with every
+// goroutine it started.
 type Proxy struct {
-	ln     net.Listener
-	target string
+	ln       net.Listener
+	target   string
+	up, down Relay // client to target, target to client; nil: copy
 
 	mu      sync.Mutex
 	conns   []net.Conn
@@ -22,15 +25,33 @@ type Proxy struct {
 	wg      sync.WaitGroup
 }
 
+// Relay copies one direction of a proxied connection, from src to dst,
+// until a read or a write fails; the proxy then closes both connections.
+type Relay func(dst io.Writer, src io.Reader)
+
+// ProxyOption configures a Proxy.
+type ProxyOption func(*Proxy)
+
+// WithUpstream relays the bytes from the client to the target with r.
+// Stall does not hold a direction relayed by the test.
+func WithUpstream(r Relay) ProxyOption { return func(p *Proxy) { p.up = r } }
+
+// WithDownstream relays the bytes from the target to the client with r.
+// Stall does not hold a direction relayed by the test.
+func WithDownstream(r Relay) ProxyOption { return func(p *Proxy) { p.down = r } }
+
 // NewProxy starts a proxy on 127.0.0.1 that forwards to target
 // ("host:port").
-func NewProxy(tb testing.TB, target string) *Proxy {
+func NewProxy(tb testing.TB, target string, opts ...ProxyOption) *Proxy {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	p := &Proxy{ln: ln, target: target}
+	for _, o := range opts {
+		o(p)
+	}
 	p.wg.Add(1)
 	go p.accept()
 	tb.Cleanup(func() {
@@ -104,15 +125,25 @@ func (p *Proxy) accept() {
 		p.conns = append(p.conns, c, u)
 		p.mu.Unlock()
 		p.wg.Add(2)
-		go p.pipe(u, c)
-		go p.pipe(c, u)
+		go p.relay(p.up, u, c)
+		go p.relay(p.down, c, u)
 	}
 }
 
-// pipe copies src to dst, holding each chunk while the proxy is stalled.
-func (p *Proxy) pipe(dst, src net.Conn) {
+// relay runs one direction of a connection with r (nil: pipe), then closes
+// both ends.
+func (p *Proxy) relay(r Relay, dst, src net.Conn) {
 	defer p.wg.Done()
-	defer dst.Close()
+	if r == nil {
+		r = p.pipe
+	}
+	r(dst, src)
+	dst.Close()
+	src.Close()
+}
+
+// pipe copies src to dst, holding each chunk while the proxy is stalled.
+func (p *Proxy) pipe(dst io.Writer, src io.Reader) {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := src.Read(buf)
@@ -125,9 +156,6 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 			}
 		}
 		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				src.Close()
-			}
 			return
 		}
 	}

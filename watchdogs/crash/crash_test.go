@@ -3,12 +3,9 @@ package crash
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -123,60 +120,17 @@ func TestCrashLaunchedBrowserKilled(t *testing.T) {
 	}
 }
 
-// proxy forwards TCP connections to target until cut.
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	wg     sync.WaitGroup
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: target}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(func() { ln.Close(); p.cut(); p.wg.Wait() })
-	return p
-}
-
-func (p *proxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		u, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, u)
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go func() { defer p.wg.Done(); io.Copy(u, c); u.Close() }()
-		go func() { defer p.wg.Done(); io.Copy(c, u); c.Close() }()
-	}
-}
-
 // proxied returns the shared test browser and a proxy to its DevTools
 // endpoint, with the endpoint's URL through the proxy.
-func proxied(t *testing.T) (*testbrowser.Env, *proxy, string) {
+func proxied(t *testing.T) (*testbrowser.Env, *testbrowser.Proxy, string) {
 	t.Helper()
 	env := testbrowser.Start(t)
 	ws, err := url.Parse(env.Browser.WebSocketURL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newProxy(t, ws.Host)
-	ws.Host = p.ln.Addr().String()
-	return env, p, ws.String()
+	p := testbrowser.NewProxy(t, ws.Host)
+	return env, p, p.Through(ws.String())
 }
 
 // closeAtCleanup closes a tab of the shared browser that a session which
@@ -187,134 +141,4 @@ func closeAtCleanup(t *testing.T, ctx context.Context, env *testbrowser.Env, tab
 			t.Logf("closing the session's tab: %v", err)
 		}
 	})
-}
-
-// cut drops every open connection; new ones are still accepted.
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func TestCrashRemoteReconnectGivesUp(t *testing.T) {
-	ctx := wdtest.Ctx(t)
-	remote, err := cdp.Launch(ctx, cdp.LaunchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer remote.Close(ctx)
-	s, _, rec, _ := wdtest.Connect(t, session.Profile{CDPURL: remote.WebSocketURL()},
-		New(Config{ReconnectAttempts: 2, ReconnectBackoff: []time.Duration{10 * time.Millisecond, 50 * time.Millisecond}, ReconnectTimeout: 10 * time.Second}))
-
-	if err := remote.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= 2; i++ {
-		wdtest.WaitEvent(t, rec, 30*time.Second, func(e events.BrowserReconnectingEvent) bool {
-			return e.Attempt == i && e.MaxAttempts == 2 && e.CDPURL == remote.WebSocketURL()
-		})
-	}
-	ev := wdtest.WaitEvent(t, rec, 30*time.Second, func(e events.BrowserErrorEvent) bool {
-		return e.Type == "ReconnectionFailed" && e.Details["watchdog"] == "crash"
-	})
-	if !strings.Contains(ev.Message, "2 reconnect attempts failed") {
-		t.Errorf("message = %q", ev.Message)
-	}
-	for _, e := range rec.All() {
-		if _, ok := e.(events.BrowserReconnectedEvent); ok {
-			t.Fatalf("reported a reconnection to a dead browser: %+v", e)
-		}
-	}
-	cs, err := s.PageSession("")
-	if err == nil {
-		if err := pagejs.Evaluate(ctx, cs, `1`, nil); !errors.Is(err, cdp.ErrConnectionLost) {
-			t.Fatalf("call after the loss: %v, want ErrConnectionLost", err)
-		}
-	}
-}
-
-// A dropped websocket to a browser that is still up: the session reconnects,
-// re-attaches its tab and keeps working.
-func TestCrashRemoteDropReconnects(t *testing.T) {
-	env, proxy, endpoint := proxied(t)
-	s, _, rec, ctx := wdtest.Connect(t, session.Profile{CDPURL: endpoint},
-		New(Config{ReconnectAttempts: 1, ReconnectBackoff: []time.Duration{10 * time.Millisecond}}))
-	wdtest.Navigate(t, ctx, s, env.URL("/form.html"))
-	focus := s.FocusedTab()
-	proxy.cut()
-	wdtest.WaitEvent(t, rec, 30*time.Second, func(e events.BrowserReconnectingEvent) bool { return e.Attempt == 1 })
-	wdtest.WaitEvent(t, rec, 30*time.Second, func(e events.BrowserReconnectedEvent) bool { return e.Attempt == 1 && e.Downtime > 0 })
-	if s.FocusedTab() != focus {
-		t.Fatalf("focus moved from %s to %s across the reconnect", focus, s.FocusedTab())
-	}
-	var href string
-	cs, err := s.PageSession("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pagejs.Evaluate(ctx, cs, `location.pathname`, &href); err != nil || href != "/form.html" {
-		t.Fatalf("after reconnect: %q, %v", href, err)
-	}
-	wdtest.Navigate(t, ctx, s, env.URL("/other.html"))
-}
-
-// With reconnecting disabled, a dropped connection is reported once.
-func TestCrashRemoteDropNoReconnect(t *testing.T) {
-	env, proxy, endpoint := proxied(t)
-	s, _, rec, ctx := wdtest.Connect(t, session.Profile{CDPURL: endpoint}, New(Config{ReconnectAttempts: -1}))
-	closeAtCleanup(t, ctx, env, s.FocusedTab())
-	conn := s.Conn()
-	proxy.cut()
-	ev := wdtest.WaitEvent(t, rec, 30*time.Second, func(e events.BrowserErrorEvent) bool {
-		return e.Type == "ConnectionLost" && e.Details["cdp_url"] == endpoint && e.Details["watchdog"] == Name
-	})
-	t.Logf("reported: %s", ev.Message)
-	if !errors.Is(conn.Err(), cdp.ErrConnectionLost) {
-		t.Fatalf("connection error %v", conn.Err())
-	}
-	for _, e := range rec.All() {
-		if _, ok := e.(events.BrowserReconnectingEvent); ok {
-			t.Fatalf("reconnecting although disabled: %+v", e)
-		}
-	}
-}
-
-// Stop while a reconnect waits for its backoff ends the wait at once: the
-// monitor does not hold Stop up.
-func TestCrashStopDuringReconnectBackoff(t *testing.T) {
-	env, proxy, endpoint := proxied(t)
-	s, _, _, ctx := wdtest.Connect(t, session.Profile{CDPURL: endpoint},
-		New(Config{ReconnectBackoff: []time.Duration{time.Hour}}))
-	closeAtCleanup(t, ctx, env, s.FocusedTab())
-	conn := s.Conn()
-	proxy.cut()
-	select {
-	case <-conn.Done():
-	case <-time.After(30 * time.Second):
-		t.Fatal("the connection did not end when the proxy cut it")
-	}
-	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	start := time.Now()
-	if err := s.Stop(sctx); err != nil {
-		t.Fatalf("Stop during the reconnect backoff: %v", err)
-	}
-	t.Logf("Stop took %s", time.Since(start))
-}
-
-func TestCrashUnknownPolicy(t *testing.T) {
-	env := testbrowser.Start(t)
-	ctx := wdtest.Ctx(t)
-	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, session.WithWatchdogs(New(Config{Policy: "reboot"})))
-	err := s.Start(ctx)
-	if err == nil {
-		s.Stop(ctx)
-		t.Fatal("Start accepted an unknown crash policy")
-	}
-	if !errors.Is(err, ErrUnknownPolicy) || !strings.Contains(err.Error(), `"reboot"`) {
-		t.Fatalf("error = %v, want ErrUnknownPolicy naming the policy", err)
-	}
 }
