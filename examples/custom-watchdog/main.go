@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
@@ -30,7 +31,11 @@ var ErrAdminPath = errors.New("admin pages are off limits")
 type AdminGuard struct {
 	mu      sync.Mutex
 	visited []string
+	loaded  chan string // each NavigationComplete's URL, for whoever waits
 }
+
+// NewAdminGuard returns the watchdog.
+func NewAdminGuard() *AdminGuard { return &AdminGuard{loaded: make(chan string, 64)} }
 
 // Name identifies the watchdog; giving another watchdog this name replaces it.
 func (g *AdminGuard) Name() string { return "admin-guard" }
@@ -51,11 +56,27 @@ func (g *AdminGuard) Attach(s *session.Session) error {
 	_, err := bus.Handle(s.Bus(), events.NavigationComplete, g.Name(),
 		func(_ context.Context, ev events.NavigationCompleteEvent) (events.None, error) {
 			g.mu.Lock()
-			defer g.mu.Unlock()
 			g.visited = append(g.visited, ev.URL)
+			g.mu.Unlock()
+			select {
+			case g.loaded <- ev.URL:
+			default: // nobody waits
+			}
 			return events.None{}, nil
 		})
 	return err
+}
+
+// WaitLoaded waits for the next NavigationComplete. The session emits that
+// report without awaiting it, so it may reach the watchdog just after the
+// navigation's own Call has returned.
+func (g *AdminGuard) WaitLoaded(ctx context.Context) (string, error) {
+	select {
+	case u := <-g.loaded:
+		return u, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 // Visited returns the URLs loaded so far.
@@ -81,7 +102,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}))
 	defer srv.Close()
 
-	guard := &AdminGuard{}
+	guard := NewAdminGuard()
 	s := watchdogs.NewSession(session.Profile{}, session.WithWatchdogs(guard))
 	if err := s.Start(ctx); err != nil {
 		return err
@@ -96,6 +117,12 @@ func run(ctx context.Context, out io.Writer) error {
 		case err != nil:
 			return err
 		default:
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, err := guard.WaitLoaded(wctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("waiting for the report of %s: %w", path, err)
+			}
 			fmt.Fprintf(out, "%s: loaded\n", path)
 		}
 	}
