@@ -274,7 +274,9 @@ func TestStalledConnectionFailsByItself(t *testing.T) {
 		}
 		return nil
 	}
-	const probe, stall = 100 * time.Millisecond, 2 * time.Second
+	// The stall timeout leaves room for a loaded machine's pauses in the
+	// probes' answers.
+	const probe, stall = 100 * time.Millisecond, 4 * time.Second
 	c, err := cdp.Connect(ctx, p.URL, cdp.WithKeepalive(probe, stall)) // Connect passes options on
 	if err != nil {
 		t.Fatal(err)
@@ -361,10 +363,12 @@ func TestSlowLargeMessageIsNotAStall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// At most 64 KiB per 25 ms (2.6 MB/s): a 6 MiB reply takes 2.4 s or
-	// more, longer than the stall timeout, while bytes keep arriving.
-	proxy := testbrowser.NewProxy(t, u.Host, testbrowser.WithDownstream(throttle(64<<10, 25*time.Millisecond)))
-	const stall = 1500 * time.Millisecond
+	// At most 32 KiB per 25 ms (1.3 MB/s): a 6 MiB reply takes 4.8 s or
+	// more, longer than the stall timeout, while bytes keep arriving. The
+	// timeout leaves room for a loaded machine's pauses before the first
+	// byte.
+	proxy := testbrowser.NewProxy(t, u.Host, testbrowser.WithDownstream(throttle(32<<10, 25*time.Millisecond)))
+	const stall = 4 * time.Second
 	c, err := cdp.Dial(ctx, proxy.Through(u.String()), cdp.WithKeepalive(300*time.Millisecond, stall))
 	if err != nil {
 		t.Fatal(err)
@@ -396,7 +400,7 @@ func TestSlowLargeMessageIsNotAStall(t *testing.T) {
 func TestSpinningPageIsNotAStall(t *testing.T) {
 	env := testbrowser.Start(t)
 	ctx := ctxT(t)
-	const stall = 1500 * time.Millisecond
+	const stall = 4 * time.Second
 	c, err := cdp.Dial(ctx, env.Browser.WebSocketURL(), cdp.WithKeepalive(100*time.Millisecond, stall))
 	if err != nil {
 		t.Fatal(err)
@@ -407,7 +411,7 @@ func TestSpinningPageIsNotAStall(t *testing.T) {
 	start := time.Now()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for time.Since(start) < 2*stall {
+	for time.Since(start) < stall+time.Second {
 		select {
 		case <-tick.C:
 		case <-c.Done():

@@ -303,7 +303,7 @@ func TestStallEndsTheRun(t *testing.T) {
 	temps := chromiumTemps(t)
 	b, p, endpoint := launchBehindProxy(t)
 	o := ownedBy(t, b, temps)
-	s := startSession(t, session.Profile{CDPURL: endpoint, StallTimeout: 2 * time.Second},
+	s := startSession(t, session.Profile{CDPURL: endpoint, StallTimeout: 4 * time.Second},
 		session.WithWatchdogs(crash.New(crash.Config{ReconnectAttempts: -1})))
 	model := scripted.New([]scripted.Step{
 		{Actions: []scripted.Action{{Name: "click", Label: "Hello"}}},
@@ -323,12 +323,15 @@ func TestStallEndsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := a.Run(context.Background())
+	if stalled.IsZero() {
+		t.Fatalf("the run ended before the stall: %v (result %+v)", err, res)
+	}
 	ended := time.Since(stalled)
 	if !errors.Is(err, events.ErrBrowserGone) || !strings.Contains(err.Error(), "stalled") {
 		t.Fatalf("run on a stalled websocket: %v (result %+v)", err, res)
 	}
 	if ended > 20*time.Second {
-		t.Fatalf("the run ended %s after the stall (stall timeout 2 s)", ended)
+		t.Fatalf("the run ended %s after the stall (stall timeout 4 s)", ended)
 	}
 	t.Logf("websocket stalled: the run ended %s after the stall: %v", ended.Round(time.Millisecond), err)
 	p.Stall(false)
