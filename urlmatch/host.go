@@ -26,7 +26,8 @@ var idnaProfile = idna.New(
 // returns it; an IPv6 address may keep its brackets.
 //
 // The result is lower case, has no brackets and has one trailing dot
-// removed. An internationalised name is in its ASCII (punycode) form. An IP
+// removed. An internationalised name is in its ASCII (punycode) form,
+// mapped as UTS #46 maps it (as Chromium does: "ẞ.de" is "ss.de"). An IP
 // address is in canonical form: an IPv4-mapped IPv6 address becomes IPv4,
 // and the numeric IPv4 spellings browsers accept ("0x7f.1", "2130706433")
 // become a dotted quad. A name that is not a valid internationalised name is
@@ -50,7 +51,9 @@ func normalizeHost(host string) (string, bool) {
 		}
 		return strings.ToLower(h), true
 	}
-	h = strings.ToLower(h)
+	// Only ASCII is lower-cased here: the UTS #46 mapping does the rest, and
+	// differs from strings.ToLower ("ẞ" maps to "ss", not "ß").
+	h = asciiLower(h)
 	ok := true
 	if !isASCII(h) {
 		// Mapping may turn full-width digits and dots into ASCII ones, so the
@@ -58,7 +61,7 @@ func normalizeHost(host string) (string, bool) {
 		if a, err := idnaProfile.ToASCII(h); err == nil {
 			h = a
 		} else {
-			ok = false
+			h, ok = strings.ToLower(h), false
 		}
 	}
 	h = strings.TrimSuffix(h, ".")

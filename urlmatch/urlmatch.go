@@ -50,7 +50,9 @@ func Parse(s string) (Pattern, error) {
 	invalid := func(why string) (Pattern, error) {
 		return Pattern{}, fmt.Errorf("%w %q: %s", ErrInvalidPattern, s, why)
 	}
-	rest := strings.ToLower(strings.TrimSpace(s))
+	// Only ASCII is lower-cased: a name's other letters are mapped by UTS #46
+	// as a URL's host is, which strings.ToLower would pre-empt ("ẞ").
+	rest := asciiLower(strings.TrimSpace(s))
 	if rest == "" {
 		return invalid("empty")
 	}
@@ -111,11 +113,11 @@ func (p Pattern) Match(u *url.URL) bool {
 	return ok && p.matchTarget(t)
 }
 
-// MatchURL is [Pattern.Match] for a URL string. As a browser does, it drops
-// leading and trailing spaces and control characters and removes tabs and
-// newlines before parsing; it reports false when rawURL does not parse.
+// MatchURL is [Pattern.Match] for a URL string, which it reads with
+// [ParseURL], as Chromium reads it; it reports false when rawURL does not
+// parse.
 func (p Pattern) MatchURL(rawURL string) bool {
-	u, err := parseURL(rawURL)
+	u, err := ParseURL(rawURL)
 	return err == nil && p.Match(u)
 }
 
@@ -171,7 +173,7 @@ func targetOf(u *url.URL) (target, bool) {
 	if scheme == "blob" {
 		// blob:https://example.com/id carries the origin of the page that
 		// made it; a blob inside a blob has an opaque origin, like no host.
-		inner, err := url.Parse(u.Opaque)
+		inner, err := ParseURL(u.Opaque)
 		if err != nil || strings.EqualFold(inner.Scheme, "blob") {
 			return target{}, false
 		}
@@ -305,7 +307,11 @@ func compileGlob(g string) (glob, uglob, why string) {
 					return "", "", "not a host name glob"
 				}
 			}
-			wildUnicode = wildUnicode || !isASCII(l)
+			if !isASCII(l) {
+				// A wildcard label cannot be mapped; lower case is the best
+				// approximation of its mapped form.
+				labels[i], wildUnicode = strings.ToLower(l), true
+			}
 		default:
 			n, ok := normalizeLabel(l)
 			if !ok {
@@ -387,29 +393,5 @@ func parsePort(s string) (int, bool) {
 }
 
 func defaultPort(scheme string) int {
-	switch scheme {
-	case "http", "ws":
-		return 80
-	case "https", "wss":
-		return 443
-	}
-	return 0
-}
-
-// parseURL parses rawURL after the clean-up a browser does first, so that
-// " https://exa\tmple.com" is judged as the page Chromium would load rather
-// than dismissed as unparsable: leading and trailing spaces and control
-// characters are dropped, and tabs and newlines removed.
-func parseURL(rawURL string) (*url.URL, error) {
-	s := strings.TrimFunc(rawURL, func(r rune) bool { return r <= ' ' })
-	if strings.ContainsAny(s, "\t\n\r") {
-		b := make([]byte, 0, len(s))
-		for i := 0; i < len(s); i++ {
-			if c := s[i]; c != '\t' && c != '\n' && c != '\r' {
-				b = append(b, c)
-			}
-		}
-		s = string(b)
-	}
-	return url.Parse(s)
+	return specialDefaultPorts[scheme]
 }

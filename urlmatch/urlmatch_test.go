@@ -3,6 +3,7 @@ package urlmatch
 import (
 	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -67,7 +68,8 @@ var matchCases = []struct {
 	{"star data", "*", "data:text/html,hi", false},
 	{"star javascript", "*", "javascript:alert(1)", false},
 	{"star mailto", "*", "mailto:a@example.com", false},
-	{"star empty host", "*", "http:///path", false},
+	{"star empty host", "*", "http:///", false},
+	{"star host after three slashes", "path", "http:///path", true}, // Chromium: http://path/
 	{"star file", "*", "file:///etc/passwd", false},
 	{"star with scheme", "https://*", "https://x.org/", true},
 	{"star with scheme miss", "https://*", "http://x.org/", false},
@@ -97,7 +99,7 @@ var matchCases = []struct {
 	{"port 80 ws default", "example.com:80", "ws://example.com/", true},
 	{"port 443 wss default", "example.com:443", "wss://example.com/", true},
 	{"port 80 wss default", "example.com:80", "wss://example.com/", false},
-	{"port no default for ftp", "example.com:21", "ftp://example.com/", false},
+	{"port 21 ftp default", "example.com:21", "ftp://example.com/", true},
 	{"port leading zero in url", "localhost:8080", "http://localhost:08080/", true},
 	{"port out of range in url", "example.com:8080", "http://example.com:99999/", false},
 	{"port empty in url is default", "example.com:80", "http://example.com:/", true},
@@ -175,11 +177,46 @@ var matchCases = []struct {
 	{"bad url star", "*", "::bad", false},
 	{"url space in host", "*", "http://exa mple.com/", false},
 	{"url open bracket", "*", "http://[::1/", false},
-	{"url bad escape", "*", "http://example.com/%zz", false},
+	{"url bad escape in path", "*", "http://example.com/%zz", true}, // Chromium loads it
+	{"url bad escape in host", "*", "http://exa%zzmple.com/", false},
 	{"empty url", "*", "", false},
 	{"url surrounding spaces", "example.com", "  https://example.com/ \n", true},
 	{"url tab in host", "example.com", "https://exa\tmple.com/", true},
 	{"url leading control", "example.com", "\x00https://example.com/", true},
+
+	// Spellings Chromium reads as the same host.
+	{"url no slashes", "evil.test", "http:evil.test", true},
+	{"url one slash", "evil.test", "http:/evil.test/", true},
+	{"url backslashes", "evil.test", `http:\\evil.test\x`, true},
+	{"url mixed slashes", "evil.test", `https:/\evil.test/`, true},
+	{"url backslash ends the authority", "evil.test", `http://evil.test\@good.test/`, true},
+	{"url backslash ends the authority, not userinfo", "good.test", `http://evil.test\@good.test/`, false},
+	{"url percent-encoded dot", "evil.test", "http://evil%2Etest/", true},
+	{"url percent-encoded letter", "evil.test", "http://%65VIL.test/", true},
+	{"url percent-encoded ideographic dot", "evil.test", "http://evil%E3%80%82test/", true},
+	{"url ideographic full stop", "evil.test", "http://evil\u3002test/", true},
+	{"url full-width full stop", "evil.test", "http://evil\uff0etest/", true},
+	{"url halfwidth ideographic full stop", "evil.test", "http://evil\uff61test/", true},
+	{"url soft hyphen ignored", "evil.test", "http://ev\u00adil.test/", true},
+	{"url capital sharp s is ss", "ss.de", "http://\u1e9e.de/", true},
+	{"pattern capital sharp s is ss", "\u1e9e.de", "http://ss.de/", true},
+	{"url capital sharp s is not sharp s", "\u00df.de", "http://\u1e9e.de/", false},
+	{"url userinfo with a space", "example.com", "http://a b@example.com/", true},
+	{"url userinfo last at", "example.com", "http://a@b@example.com/", true},
+	{"url control in path", "example.com", "http://example.com/a\x01b", true},
+	{"url explicit default port", "example.com:80", "http://example.com:80/", true},
+	{"url explicit default port with zeros", "example.com:80", "http://example.com:0080/", true},
+	{"url ipv4 percent-encoded dot", "127.0.0.1", "http://127%2E0.0.1/", true},
+	{"url ipv4 full-width", "127.0.0.1", "http://\uff11\uff12\uff17\u3002\uff10.0.1/", true},
+	{"url ipv4 two parts", "127.0.0.1", "http://127.1/", true},
+	{"url ipv4 three parts", "127.0.0.1", "http://127.0.1/", true},
+	{"url ipv4-mapped expanded", "127.0.0.1", "http://[0:0:0:0:0:ffff:7f00:1]/", true},
+	{"url invalid ipv4", "*", "http://256.0.0.1/", false},
+	{"url too many ipv4 parts", "*", "http://1.2.3.4.5/", false},
+	{"url ipv6 zone", "*", "http://[fe80::1%25eth0]/", false},
+	{"url forbidden host character after decoding", "*", "http://a%2Fb.test/", false},
+	{"url invalid punycode", "*", "http://xn--zz.example/", false},
+	{"url port too large", "*", "http://example.com:65536/", false},
 
 	// Invalid patterns match nothing through Match.
 	{"bad pattern", "exa mple.com", "https://exa mple.com/", false},
@@ -202,8 +239,9 @@ func TestMatch(t *testing.T) {
 			if got := p.MatchURL(c.url); got != c.want {
 				t.Fatalf("Parse(%q).MatchURL(%q) = %v, want %v", c.pattern, c.url, got, c.want)
 			}
-			// Pattern.Match must agree wherever url.Parse takes the URL as is.
-			if u, err := url.Parse(c.url); err == nil && strings.TrimSpace(c.url) == c.url {
+			// Pattern.Match must agree wherever url.Parse reads the URL as
+			// ParseURL does.
+			if u, err := url.Parse(c.url); err == nil && sameTarget(u, c.url) {
 				if got := p.Match(u); got != c.want {
 					t.Fatalf("Parse(%q).Match(%q) = %v, want %v", c.pattern, c.url, got, c.want)
 				}
@@ -213,6 +251,17 @@ func TestMatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sameTarget reports whether u, from url.Parse(rawURL), has the scheme, host
+// and port that ParseURL reads in rawURL.
+func sameTarget(u *url.URL, rawURL string) bool {
+	v, err := ParseURL(rawURL)
+	if err != nil {
+		return false
+	}
+	return u.Scheme == v.Scheme && NormalizeHost(u.Hostname()) == NormalizeHost(v.Hostname()) &&
+		(u.Port() == v.Port() || v.Port() == "" && u.Port() == strconv.Itoa(defaultPort(v.Scheme)))
 }
 
 func TestParseErrors(t *testing.T) {
@@ -393,7 +442,9 @@ func TestNormalizeHost(t *testing.T) {
 		{"0x1g", "0x1g"},             // not hex
 		{"[::1", "[::1"},             // unbalanced: left alone
 		{"xn--zz.example", "xn--zz.example"},
-		{"a\u200d.example", "a\u200d.example"}, // not a valid IDN: lower-cased only
+		{"a\u200d.example", "a\u200d.example"},             // not a valid IDN: lower-cased only
+		{"\u1e9e.de", "ss.de"},                             // UTS #46 maps capital sharp s to "ss", not to "ß"
+		{"A\u200d\u00dc.example", "a\u200d\u00fc.example"}, // invalid: still lower-cased
 	} {
 		if got := NormalizeHost(c.in); got != c.want {
 			t.Errorf("NormalizeHost(%q) = %q, want %q", c.in, got, c.want)

@@ -42,6 +42,14 @@ const (
 	KindNewTab NavigationKind = "new_tab"
 	// KindSubframe is an iframe's document.
 	KindSubframe NavigationKind = "subframe"
+	// KindSubresource is any other request of a page, frame or worker
+	// (script, image, fetch, beacon, ...), judged in the "requests" scope.
+	KindSubresource NavigationKind = "subresource"
+	// KindConnection is a connection the network guard is asked to open
+	// (a tunnel for https, wss or ws, or a plain http request): the URL
+	// is scheme://host:port/ for a tunnel, so only the host, port and a
+	// guessed scheme (http for port 80, https otherwise) are known.
+	KindConnection NavigationKind = "connection"
 )
 
 // URLRequest is what a [URLPolicy] decides on.
@@ -50,13 +58,21 @@ type URLRequest struct {
 	URL string
 	// Kind says how it is reached.
 	Kind NavigationKind
-	// TargetID is the tab (or frame target) the load happens in, if known.
+	// TargetID is the tab (or frame or worker target) the load happens in,
+	// if known.
 	TargetID string
+	// ResourceType is Chromium's resource type for KindSubresource
+	// ("Script", "Fetch", "Image", ...), "Document" for documents, "" when
+	// unknown (the guard's connections).
+	ResourceType string
 }
 
 // URLPolicy decides whether a URL may load. It is consulted before a
-// navigation is sent, on every redirect, for every new tab and for sub-frames,
-// so it must be fast and must not block on the browser. A nil error allows;
+// navigation is sent, on every redirect, for every new tab and for
+// sub-frames, and in the requests scope for every request of every target
+// and every connection the network guard is asked to open ([KindConnection]:
+// a policy that allows a host must allow its connections too). It must be
+// fast and must not block on the browser. A nil error allows;
 // a refusal should be a *BlockedURLError so that callers can tell a policy
 // decision from a failure. Implementations must be safe for concurrent use.
 //
@@ -102,11 +118,28 @@ func (e *PatternError) Unwrap() error { return e.Err }
 //
 // Allowed and Prohibited hold domain patterns as package [urlmatch] defines
 // them ("example.com" also covers www.example.com, "*.example.com" covers
-// the apex and every subdomain, globs, "https://" and ":8080" restrictions),
-// compared on normalised hosts (case, trailing dot, punycode, IP notation).
+// the apex and every subdomain, globs, "https://" and ":8080" restrictions).
+// Both lists are matched on one canonical host: the URL is read as Chromium
+// reads it ([urlmatch.ParseURL]: backslashes, user info, percent-escapes and
+// full-width dots in the host, an explicit default port) and the host
+// compared as [urlmatch.NormalizeHost] gives it (case, one trailing dot,
+// UTS #46 and punycode, every IPv4 notation, IPv4-mapped IPv6, brackets).
+// So every spelling Chromium loads as one host gets one decision.
+//
+// A Prohibited pattern also covers every subdomain of what it matches: it
+// refuses a host when it matches the host or any parent domain of it (the
+// host with leading labels removed), so "secret.corp.test" refuses
+// x.secret.corp.test even under an Allowed "*.corp.test". A glob, scheme or
+// port in the pattern still applies to the parent ("https://secret.test"
+// refuses https://x.secret.test but not http://x.secret.test). An IP
+// address has no parents. Allowed patterns cover what they match only, as
+// urlmatch defines it.
+//
 // Prohibited wins over Allowed; when Allowed is non-empty a host must match
-// it. A URL that does not parse or has no host (other than a blank page or a
-// host-less URL of an allowed scheme, such as data:) is refused.
+// it. A URL that does not parse (every URL Chromium refuses, and the odd
+// one it would load) or has no host (other than a blank page or a host-less
+// URL of an allowed scheme, such as data:) is refused, and so is a host with
+// an empty label ("a..b", ".a", "a.."), which no pattern can name.
 //
 // Check a policy with [DomainPolicy.Validate] before using it: the watchdog
 // does so when it attaches and fails the session's Start on an invalid
@@ -116,7 +149,8 @@ func (e *PatternError) Unwrap() error { return e.Err }
 type DomainPolicy struct {
 	// Allowed, when non-empty, are the only hosts that may load.
 	Allowed []string
-	// Prohibited hosts never load, even when Allowed matches them.
+	// Prohibited hosts, and their subdomains, never load, even when Allowed
+	// matches them.
 	Prohibited []string
 	// BlockIPAddresses refuses hosts that are IP addresses in any notation
 	// a browser accepts (dotted, single number, hex, octal, IPv6, IPv4-mapped).
@@ -179,14 +213,15 @@ func (p *DomainPolicy) CheckURL(_ context.Context, req URLRequest) error {
 	if err != nil {
 		return block("the policy has an invalid domain pattern: " + err.Error())
 	}
-	u, err := url.Parse(raw)
+	// Read as Chromium reads it, so that the host judged is the host loaded.
+	u, err := urlmatch.ParseURL(raw)
 	if err != nil {
 		return block("unparsable url: " + err.Error())
 	}
 	scheme := strings.ToLower(u.Scheme)
 	if scheme == "blob" {
 		// blob:https://example.com/uuid carries its creator's origin.
-		inner, err := url.Parse(u.Opaque)
+		inner, err := urlmatch.ParseURL(u.Opaque)
 		if err != nil || inner.Host == "" {
 			return block("blob url without an origin")
 		}
@@ -207,10 +242,16 @@ func (p *DomainPolicy) CheckURL(_ context.Context, req URLRequest) error {
 	if host == "" {
 		return block("url has no host")
 	}
-	if p.BlockIPAddresses && isIPHost(host) {
+	ip := isIPHost(host)
+	if !ip && strings.Contains("."+host+".", "..") {
+		// Chromium keeps such a host as written, so no pattern names it,
+		// and a block list must not let it through as "no match".
+		return block("host has an empty label")
+	}
+	if p.BlockIPAddresses && ip {
 		return block("ip addresses are blocked")
 	}
-	if pat, ok := urlmatch.MatchAny(prohibited, u); ok {
+	if pat, ok := matchProhibited(prohibited, u, host, ip); ok {
 		return block("domain is prohibited by " + strconv.Quote(pat.String()))
 	}
 	if len(p.Allowed) == 0 {
@@ -220,6 +261,31 @@ func (p *DomainPolicy) CheckURL(_ context.Context, req URLRequest) error {
 		return nil
 	}
 	return block("domain is not in the allowed list")
+}
+
+// matchProhibited returns the first prohibited pattern that matches u, or
+// u with its host (normalised, as host) replaced by one of its parent
+// domains; an IP address has none. The scheme and port stay u's, so a
+// pattern's restrictions apply to the parents too.
+func matchProhibited(prohibited []urlmatch.Pattern, u *url.URL, host string, ip bool) (urlmatch.Pattern, bool) {
+	if pat, ok := urlmatch.MatchAny(prohibited, u); ok || ip {
+		return pat, ok
+	}
+	port := u.Port()
+	for h := host; ; {
+		_, parent, ok := strings.Cut(h, ".")
+		if !ok || parent == "" {
+			return urlmatch.Pattern{}, false
+		}
+		h = parent
+		pu := &url.URL{Scheme: u.Scheme, Host: h}
+		if port != "" {
+			pu.Host = h + ":" + port
+		}
+		if pat, ok := urlmatch.MatchAny(prohibited, pu); ok {
+			return pat, true
+		}
+	}
 }
 
 func (p *DomainPolicy) schemeAllowed(scheme string) bool {
