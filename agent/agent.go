@@ -438,7 +438,7 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 		a.finish(ctx, &item)
 		return item, nil
 	}
-	item.State = StateRecord{URL: st.URL, Title: st.Title, Tabs: st.Tabs, Fingerprint: st.Fingerprint, DOMError: st.Error}
+	item.State = StateRecord{URL: st.URL, Title: st.Title, Tabs: st.Tabs, Fingerprint: st.Fingerprint, DOMError: st.Error, Blocked: st.Blocked}
 	if st.Error != "" && !a.connected(ctx) {
 		// The observation failed because the browser went away under it:
 		// no model call on a page nobody can see; the next step waits for

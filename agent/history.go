@@ -32,6 +32,9 @@ type StateRecord struct {
 	ScreenshotPath string           `json:"screenshot_path,omitempty"`
 	Fingerprint    string           `json:"fingerprint,omitempty"`
 	DOMError       string           `json:"dom_error,omitempty"`
+	// Blocked are the requests the URL policy refused since the previous
+	// observation, by host, as the model was told.
+	Blocked []events.BlockedRequests `json:"blocked,omitempty"`
 }
 
 // HistoryItem is one step of a run.

@@ -895,6 +895,36 @@ func TestLoopDialog(t *testing.T) {
 	}
 }
 
+// Requests the URL policy refused reach the model once, in the next
+// observation, and the step's record keeps them.
+func TestLoopBlockedRequests(t *testing.T) {
+	b := agenttest.New(t, formSite()...)
+	b.AddBlocked(
+		events.BlockedRequests{Host: "tracker.example", Count: 3, Types: []string{"script", "fetch"}},
+		events.BlockedRequests{Host: "evil.test", Count: 1, Types: []string{"websocket"}},
+	)
+	model := scripted.New([]scripted.Step{
+		{Action: "click", Label: "Nothing"},
+		{Action: "done", Params: map[string]any{"text": "ok", "success": true}},
+	})
+	a := newAgent(t, "Sign up", model, b, settings(t))
+	run(t, a, model)
+	const line = "Blocked since the last step (refused by the URL policy; do not retry them): 3 requests to tracker.example (script, fetch); 1 request to evil.test (websocket)\n"
+	if txt := userText(model.Requests()[0]); !strings.Contains(txt, line) {
+		t.Fatalf("blocked line not shown:\n%s", txt)
+	}
+	if txt := userText(model.Requests()[1]); strings.Contains(txt, "Blocked since") {
+		t.Fatalf("the next step repeats the blocked line:\n%s", txt)
+	}
+	items := a.History().Items
+	if got := items[0].State.Blocked; len(got) != 2 || got[0].Host != "tracker.example" || got[0].Count != 3 {
+		t.Fatalf("step record Blocked %+v", got)
+	}
+	if got := items[1].State.Blocked; got != nil {
+		t.Fatalf("second step record Blocked %+v", got)
+	}
+}
+
 // obsLog records the Observer calls and the step callbacks, in order.
 type obsLog struct {
 	mu  sync.Mutex

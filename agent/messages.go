@@ -258,6 +258,9 @@ func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int
 		}
 		fmt.Fprintf(b, "A JavaScript %s dialog was %s for you: %q\n", d.Type, verb, shorten(d.Message, 300))
 	}
+	if len(st.Blocked) > 0 {
+		b.WriteString(blockedText(st.Blocked) + "\n")
+	}
 	if st.IsPDFViewer {
 		b.WriteString("This tab shows a PDF viewer: its content is not in the element list.\n")
 	}
@@ -305,6 +308,45 @@ func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int
 	} else {
 		b.WriteString("[End of page]\n")
 	}
+}
+
+// maxBlockedHostsShown bounds the hosts of the blocked line: the model needs
+// the main culprits, not a tracker's fan-out (the trace has every request).
+const maxBlockedHostsShown = 8
+
+// blockedText is the one line telling the model which requests the URL
+// policy refused since the last observation, most-refused host first (the
+// order of st.Blocked), e.g.
+//
+//	Blocked since the last step (refused by the URL policy; do not retry them): 3 requests to tracker.example (script, fetch); 1 request to evil.test (connection)
+//
+// The explanation is said once: a page that fails because its scripts were
+// refused is the policy working, and retrying cannot succeed.
+func blockedText(bl []events.BlockedRequests) string {
+	var b strings.Builder
+	b.WriteString("Blocked since the last step (refused by the URL policy; do not retry them): ")
+	for i, r := range bl {
+		if i == maxBlockedHostsShown {
+			n := 0
+			for _, r := range bl[i:] {
+				n += r.Count
+			}
+			fmt.Fprintf(&b, "; and %d more to %d other hosts", n, len(bl)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		noun := "requests"
+		if r.Count == 1 {
+			noun = "request"
+		}
+		fmt.Fprintf(&b, "%d %s to %s", r.Count, noun, r.Host)
+		if len(r.Types) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(r.Types, ", "))
+		}
+	}
+	return b.String()
 }
 
 // displayJSON re-encodes compact JSON without HTML escaping, so that

@@ -13,6 +13,7 @@ import (
 
 	"github.com/browseragent/browseragent/agent/internal/schemax"
 	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/events"
 	"github.com/browseragent/browseragent/urlmatch"
 )
 
@@ -668,5 +669,41 @@ func TestOutputSchemaOrderAndNulls(t *testing.T) {
 	}
 	if _, err := ParseOutput(`{"action":[{"input":{"index":null,"text":"x"}}]}`, offeredDefault(), 5); err == nil {
 		t.Fatal("null for a required parameter accepted")
+	}
+}
+
+func TestBlockedText(t *testing.T) {
+	st := &events.BrowserState{
+		URL: "https://shop.test/", DOMText: "[1]<button />",
+		Blocked: []events.BlockedRequests{
+			{Host: "tracker.example", Count: 3, Types: []string{"script", "fetch"}},
+			{Host: "evil.test", Count: 1, Types: []string{"websocket"}},
+			{Host: "ads.test", Count: 1},
+		},
+	}
+	txt := BrowserStateText(st, 0)
+	const want = "Blocked since the last step (refused by the URL policy; do not retry them): 3 requests to tracker.example (script, fetch); 1 request to evil.test (websocket); 1 request to ads.test\n"
+	if !strings.Contains(txt, want) || strings.Count(txt, "URL policy") != 1 {
+		t.Fatalf("state text:\n%s", txt)
+	}
+	if txt := BrowserStateText(&events.BrowserState{URL: "https://shop.test/"}, 0); strings.Contains(txt, "Blocked") {
+		t.Fatalf("a state without refusals mentions them:\n%s", txt)
+	}
+
+	// Many hosts: the first ones, then a count of the rest.
+	var many []events.BlockedRequests
+	for i := range maxBlockedHostsShown + 3 {
+		many = append(many, events.BlockedRequests{Host: fmt.Sprintf("h%d.test", i), Count: 2, Types: []string{"image"}})
+	}
+	got := blockedText(many)
+	if !strings.HasSuffix(got, fmt.Sprintf("2 requests to h%d.test (image); and 6 more to 3 other hosts", maxBlockedHostsShown-1)) ||
+		strings.Contains(got, fmt.Sprintf("h%d.test", maxBlockedHostsShown)) {
+		t.Fatalf("many hosts: %s", got)
+	}
+
+	// The error case shows it too: the refusals are news whatever the DOM.
+	st.Error = "DOM build failed: timeout"
+	if txt := BrowserStateText(st, 0); !strings.Contains(txt, "3 requests to tracker.example") {
+		t.Fatalf("state text with an error:\n%s", txt)
 	}
 }

@@ -22,7 +22,7 @@ func TestCatalogComplete(t *testing.T) {
 		"Screenshot", "BrowserStateRequest", "PageText", "Evaluate",
 		"BrowserStop", "BrowserStopped", "BrowserConnected", "BrowserLost",
 		"BrowserError", "TargetCrashed", "BrowserReconnecting", "BrowserReconnected",
-		"DownloadStarted", "DownloadProgress", "FileDownloaded", "DialogOpened", "DialogHandled",
+		"DownloadStarted", "DownloadProgress", "FileDownloaded", "DialogOpened", "DialogHandled", "RequestBlocked",
 		"SaveStorageState", "LoadStorageState", "StorageStateSaved", "StorageStateLoaded",
 	}
 	cat := Catalog()

@@ -97,8 +97,11 @@ type BrowserState struct {
 	IsPDFViewer     bool
 	ClosedDialogs   []DialogInfo // dialogs handled since the last observation
 	Hints           []string     // "the page appears empty", "may still be loading"
-	Error           string       // DOM build failure, shown to the model as such
-	Fingerprint     string       // page fingerprint for the mutation fence
+	// Blocked are the requests the URL policy refused since the last
+	// observation, by host (any tab: a refusal anywhere is news).
+	Blocked     []BlockedRequests
+	Error       string // DOM build failure, shown to the model as such
+	Fingerprint string // page fingerprint for the mutation fence
 }
 
 // Summary implements bus.Summarizer (no page text or image in traces).

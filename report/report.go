@@ -1,7 +1,9 @@
 // Package report turns an audit trace into one self-contained HTML file: the
 // run's result, a timeline of steps with their screenshots (embedded), the
 // model's evaluation, memory and goal, each action with its verdict and
-// evidence, errors, timings and token counts, and the bus's event counts.
+// evidence, the requests the URL policy refused (per step, by host, and
+// one row per request), errors, timings and token counts, and the bus's
+// event counts.
 // It first verifies the trace and shows the verdict at the top, so a reader
 // knows whether the page describes an intact trace.
 package report
@@ -22,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/browseragent/browseragent/events"
 	"github.com/browseragent/browseragent/trace"
 )
 
@@ -31,6 +34,7 @@ var files embed.FS
 var page = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
 	"ms":   func(v float64) string { return fmt.Sprintf("%.0f ms", v) },
 	"secs": func(v float64) string { return fmt.Sprintf("%.1f s", v/1000) },
+	"join": strings.Join,
 	"json": func(v json.RawMessage) string {
 		var b bytes.Buffer
 		if json.Indent(&b, v, "", "  ") != nil {
@@ -53,6 +57,11 @@ type Data struct {
 	Errors    []string // bus errors, in order
 	Verify    Verification
 	Records   int
+	// BlockedRequests are the requests the URL policy refused, one per
+	// RequestBlocked event, in trace order: at most MaxBlockedRequests of
+	// BlockedTotal.
+	BlockedRequests []BlockedRequest
+	BlockedTotal    int
 	// Frames is the screencast filmstrip, when the run was recorded.
 	Frames []Frame
 	// FramesTotal is how many frames the recording holds (Frames may be a
@@ -81,6 +90,29 @@ type Step struct {
 	// ImageProblem says why a recorded screenshot is not shown or not
 	// trusted (missing file, hash mismatch).
 	ImageProblem string
+}
+
+// MaxBlockedRequests caps the refused requests the report lists (a page
+// retrying a beacon in a loop must not make the report unreadable); the
+// total is shown.
+const MaxBlockedRequests = 500
+
+// BlockedRequest is one request the URL policy refused, from the
+// dispatch record of its RequestBlocked event.
+type BlockedRequest struct {
+	Time time.Time
+	// Type is Chromium's resource type ("Script", "XHR", ...) or
+	// "Connection" for a connection the network guard refused.
+	Type      string
+	URL       string
+	Host      string
+	Initiator string
+	Reason    string
+	Layer     string // "interception" or "guard"
+	TabID     string
+	// Summary is the record's summary, when it kept no data (an event
+	// larger than the trace keeps whole); the fields above are then empty.
+	Summary string
 }
 
 // KindCount is how many events of one kind the bus processed.
@@ -138,6 +170,12 @@ func Load(path string) (*Data, error) {
 				d.Models = append(d.Models, m)
 			}
 		case trace.TypeBus:
+			if r.Phase == "dispatched" && r.Kind == events.RequestBlocked.Name {
+				d.BlockedTotal++
+				if len(d.BlockedRequests) < MaxBlockedRequests {
+					d.BlockedRequests = append(d.BlockedRequests, blockedRequest(r))
+				}
+			}
 			if r.Phase != "completed" {
 				continue
 			}
@@ -159,6 +197,16 @@ func Load(path string) (*Data, error) {
 	sort.Slice(d.Kinds, func(i, j int) bool { return d.Kinds[i].Kind < d.Kinds[j].Kind })
 	d.Frames, d.FramesTotal = loadFrames(filepath.Join(dir, FramesDir))
 	return d, nil
+}
+
+// blockedRequest reads a RequestBlocked dispatch record.
+func blockedRequest(r trace.Record) BlockedRequest {
+	var ev events.RequestBlockedEvent
+	if len(r.Data) == 0 || json.Unmarshal(r.Data, &ev) != nil {
+		return BlockedRequest{Time: r.Time, Summary: r.Summary}
+	}
+	return BlockedRequest{Time: r.Time, Type: ev.ResourceType, URL: ev.URL, Host: ev.Host, Initiator: ev.Initiator,
+		Reason: ev.Reason, Layer: ev.Layer, TabID: ev.TabID}
 }
 
 // loadFrames reads a recording's manifest (one JSON object per line with

@@ -95,6 +95,9 @@ func StepRecord(dir string, it agent.HistoryItem) Step {
 	if o := it.Output; o != nil {
 		st.Evaluation, st.Memory, st.NextGoal = o.EvaluationPreviousGoal, o.Memory, o.NextGoal
 	}
+	for _, b := range it.State.Blocked {
+		st.Blocked = append(st.Blocked, Blocked{Host: b.Host, Count: b.Count, Types: b.Types})
+	}
 	for _, ar := range it.Actions {
 		ta := Action{Name: ar.Name, Params: ar.Params, Verdict: string(ar.Verdict), Detail: ar.Result.Text, Error: ar.Error}
 		if oc := ar.Result.Outcome; oc != nil {

@@ -34,7 +34,8 @@ func TestAgentObserverRecords(t *testing.T) {
 	o.ModelCalled(ctx, agent.ModelCall{Step: 1, Purpose: "extract", Model: "m", Err: errors.New("rate limited")})
 	outcome := &events.ActionOutcome{Verdict: events.VerdictFailed, Detail: "element 5 is gone",
 		Before: events.Evidence{URL: "http://shop.test/", Fingerprint: "a"}, After: events.Evidence{URL: "http://shop.test/", Fingerprint: "a"}}
-	o.StepEnded(ctx, agent.HistoryItem{Step: 1, StartedAt: t0, EndedAt: t0.Add(2 * time.Second), State: agent.StateRecord{URL: "http://shop.test/"},
+	o.StepEnded(ctx, agent.HistoryItem{Step: 1, StartedAt: t0, EndedAt: t0.Add(2 * time.Second), State: agent.StateRecord{URL: "http://shop.test/",
+		Blocked: []events.BlockedRequests{{Host: "tracker.example", Count: 3, Types: []string{"script", "fetch"}}}},
 		Actions: []agent.ActionRecord{{Name: "click", Params: json.RawMessage(`{"index":5}`), Verdict: events.VerdictFailed, Error: "element 5 is gone",
 			Result: agent.ActionResult{Text: "Clicked element 5: failed.", Outcome: outcome}}}})
 	o.RunEnded(ctx, &agent.Result{Done: true, FinalText: "no milk", Steps: 1}, nil)
@@ -69,6 +70,9 @@ func TestAgentObserverRecords(t *testing.T) {
 	}
 	if len(steps) != 1 || len(steps[0].Actions) != 1 {
 		t.Fatalf("step records %+v", steps)
+	}
+	if bl := steps[0].Blocked; len(bl) != 1 || bl[0].Host != "tracker.example" || bl[0].Count != 3 || len(bl[0].Types) != 2 {
+		t.Fatalf("step record blocked %+v", bl)
 	}
 	a := steps[0].Actions[0]
 	var before events.Evidence
@@ -139,5 +143,70 @@ func mustDecode(t *testing.T, raw json.RawMessage, v any) {
 	t.Helper()
 	if err := json.Unmarshal(raw, v); err != nil {
 		t.Fatalf("decoding %s: %v", raw, err)
+	}
+}
+
+// A RequestBlocked event is written whole, though it has a Summary: its
+// resource type and initiator are the evidence an auditor reads.
+func TestBusRecordKeepsRequestBlocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	w, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bus.New()
+	w.ObserveBus(b)
+	if _, err := bus.Handle(b, events.RequestBlocked, "dom", func(context.Context, events.RequestBlockedEvent) (events.None, error) {
+		return events.None{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ev := events.RequestBlockedEvent{TargetID: "T1", TabID: "T1", URL: "https://tracker.example/a.js", Host: "tracker.example",
+		ResourceType: "Script", Initiator: "https://shop.test/", Reason: "host not allowed", Layer: "interception"}
+	if _, err := bus.Call(context.Background(), b, events.RequestBlocked, ev); err != nil {
+		t.Fatal(err)
+	}
+	// Other summarized events still keep only their summary (typed text
+	// must not reach the trace).
+	k := bus.Kind[events.TypeTextEvent, events.None]{Name: "TypeText"}
+	if _, err := bus.Handle(b, k, "actions", func(context.Context, events.TypeTextEvent) (events.None, error) {
+		return events.None{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.Call(context.Background(), b, k, events.TypeTextEvent{Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []events.RequestBlockedEvent
+	for _, r := range recs {
+		if r.Type != TypeBus || r.Phase != "dispatched" {
+			continue
+		}
+		switch r.Kind {
+		case events.RequestBlocked.Name:
+			var e events.RequestBlockedEvent
+			mustDecode(t, r.Data, &e)
+			if r.Summary != ev.Summary() {
+				t.Errorf("summary %q", r.Summary)
+			}
+			got = append(got, e)
+		case "TypeText":
+			if len(r.Data) != 0 {
+				t.Errorf("a summarized event was written whole: %s", r.Data)
+			}
+		}
+	}
+	if len(got) != 1 || got[0] != ev {
+		t.Fatalf("RequestBlocked records %+v, want %+v", got, ev)
 	}
 }

@@ -19,6 +19,18 @@ type Step struct {
 	CompletionTokens int      `json:"completion_tokens,omitempty"`
 	Screenshot       string   `json:"screenshot,omitempty"`
 	ScreenshotSHA256 string   `json:"screenshot_sha256,omitempty"`
+	// Blocked are the requests the URL policy refused since the previous
+	// step's observation, by host, most-refused first (what the model was
+	// told; each request has its own bus record of kind RequestBlocked).
+	Blocked []Blocked `json:"blocked,omitempty"`
+}
+
+// Blocked is how many requests to one host the URL policy refused, and of
+// which resource types (lower-cased, in the order first seen).
+type Blocked struct {
+	Host  string   `json:"host"`
+	Count int      `json:"count"`
+	Types []string `json:"types,omitempty"`
 }
 
 // Action is one action of a step with its verdict and evidence.

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/events"
 )
 
 // Record types written by this package and by the agent.
@@ -247,6 +248,15 @@ func (w *Writer) ObserveBus(b *bus.Bus) {
 	w.mu.Unlock()
 }
 
+// keepEvent are the kinds whose event is written whole (Data, within
+// WithMaxData) though it has a Summary, which otherwise stands in for it:
+// records an auditor reads field by field. A refused request's resource
+// type, initiator, tab and layer are the evidence of what the URL policy
+// did; its fields are short and hold no typed text.
+var keepEvent = map[string]bool{
+	events.RequestBlocked.Name: true,
+}
+
 func (w *Writer) writeBus(br bus.Record) {
 	r := Record{
 		Type: TypeBus, Time: br.Time, Bus: br.Bus, Phase: br.Phase.String(),
@@ -265,7 +275,11 @@ func (w *Writer) writeBus(br bus.Record) {
 		}
 		// A failed handler's value is kept too: it is the evidence of the
 		// failure (an action's verdict, before and after).
-		if _, ok := v.(bus.Summarizer); !ok && v != nil && !(br.Err != nil && reflect.ValueOf(v).IsZero()) {
+		_, summarized := v.(bus.Summarizer)
+		if br.Phase == bus.Dispatched && keepEvent[br.Kind] {
+			summarized = false
+		}
+		if !summarized && v != nil && !(br.Err != nil && reflect.ValueOf(v).IsZero()) {
 			if b, err := json.Marshal(v); err == nil && len(b) <= w.maxData {
 				r.Data = b
 			}

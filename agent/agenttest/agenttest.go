@@ -31,8 +31,9 @@
 // Pages change through their elements (Element.Href, Rerender, ...) and
 // through Rerender, Remove and Navigate, which act as the page itself
 // would. Failures are injected with Fail, Block, SetDOMError and
-// Element.Fail; After runs a function at a precise point between actions;
-// Disconnect, Reconnect and Gone drive what Ready reports.
+// Element.Fail, and requests the URL policy refused with AddBlocked; After
+// runs a function at a precise point between actions; Disconnect,
+// Reconnect and Gone drive what Ready reports.
 // Every event the fake handles is recorded (Events).
 package agenttest
 
@@ -94,7 +95,8 @@ type Browser struct {
 	nextTab int
 	focused int // index of the element last clicked or typed into
 	domErr  string
-	dialogs []events.DialogInfo // handled since the last observation
+	dialogs []events.DialogInfo      // handled since the last observation
+	blocked []events.BlockedRequests // refused since the last observation
 	faults  map[string][]fault
 	after   map[string][]func()
 	log     []Event
@@ -309,6 +311,19 @@ func (b *Browser) SetDOMError(msg string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.domErr = msg
+}
+
+// AddBlocked makes the next observation report these refused requests in
+// BrowserState.Blocked, in the order given (the DOM watchdog sorts them by
+// count, then host), as the DOM watchdog reports the RequestBlocked events
+// of the URL policy; that observation clears them. Calls add up.
+func (b *Browser) AddBlocked(reqs ...events.BlockedRequests) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range reqs {
+		r.Types = slices.Clone(r.Types)
+		b.blocked = append(b.blocked, r)
+	}
 }
 
 // Fail makes the next event of kind (a catalog name, e.g.

@@ -3,6 +3,7 @@ package agenttest_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -85,6 +86,29 @@ func TestObservation(t *testing.T) {
 	txt := agent.BrowserStateText(&st, 0)
 	if !strings.Contains(txt, "Current URL: https://form.test/1") || !strings.Contains(txt, "[Start of page]") {
 		t.Fatalf("state text:\n%s", txt)
+	}
+}
+
+// AddBlocked reaches the next observation only, as the DOM watchdog's
+// summary does; a failed DOM build still carries it.
+func TestAddBlocked(t *testing.T) {
+	b := agenttest.New(t, form()...)
+	types := []string{"script"}
+	b.AddBlocked(events.BlockedRequests{Host: "tracker.example", Count: 3, Types: types})
+	b.AddBlocked(events.BlockedRequests{Host: "evil.test", Count: 1, Types: []string{"websocket"}})
+	types[0] = "changed" // the fake keeps its own copy
+	b.SetDOMError("DOM build failed: test")
+	st := observe(t, b)
+	want := []events.BlockedRequests{
+		{Host: "tracker.example", Count: 3, Types: []string{"script"}},
+		{Host: "evil.test", Count: 1, Types: []string{"websocket"}},
+	}
+	if !reflect.DeepEqual(st.Blocked, want) {
+		t.Fatalf("Blocked %+v, want %+v", st.Blocked, want)
+	}
+	b.SetDOMError("")
+	if st := observe(t, b); st.Blocked != nil {
+		t.Fatalf("the next observation repeats them: %+v", st.Blocked)
 	}
 }
 

@@ -93,9 +93,10 @@ func (b *Browser) observe(_ context.Context, ev events.BrowserStateRequestEvent)
 		FocusedTarget: t.id,
 		Page:          events.PageInfo{ViewportWidth: 1280, ViewportHeight: 720, PageWidth: 1280, PageHeight: 720},
 		ClosedDialogs: b.dialogs,
+		Blocked:       b.blocked,
 		Fingerprint:   d.fingerprint().String(),
 	}
-	b.dialogs = nil
+	b.dialogs, b.blocked = nil, nil
 	if ev.IncludeScreenshot {
 		st.Screenshot = slices.Clone(screenshotPNG)
 	}

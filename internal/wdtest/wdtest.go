@@ -51,6 +51,7 @@ func (r *Recorder) Attach(s *session.Session) error {
 		record(r, s, events.FileDownloaded),
 		record(r, s, events.TabCreated),
 		record(r, s, events.TabClosed),
+		record(r, s, events.RequestBlocked),
 	} {
 		if err != nil {
 			return err

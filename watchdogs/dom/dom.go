@@ -7,7 +7,16 @@
 // through the bus (events.Screenshot, as a child event), so that the image
 // comes from whichever watchdog answers Screenshot. The dialogs handled
 // since the previous observation come from the DialogHandled events on the
-// bus, whoever answers dialogs. It acts on nothing.
+// bus, whoever answers dialogs, and the requests the URL policy refused
+// from the RequestBlocked events, whoever enforces the policy. It acts on
+// nothing.
+//
+// Handles: BrowserStateRequest (the observation), PageText,
+// AgentFocusChanged (forgets the previous selector maps), DialogHandled
+// (the next observation's ClosedDialogs) and RequestBlocked (the next
+// observation's Blocked, by host).
+//
+// Emits: Screenshot, as a child of BrowserStateRequest.
 package dom
 
 import (
@@ -100,6 +109,7 @@ type Watchdog struct {
 	mu     sync.Mutex
 	prev   map[string]*dom.SelectorMap // by tab id
 	closed []events.DialogInfo         // dialogs handled since the last observation
+	block  blockedLog                  // requests refused since the last observation
 }
 
 // New returns a DOM watchdog.
@@ -120,8 +130,9 @@ func New(cfg Config) *Watchdog {
 func (w *Watchdog) Name() string { return Name }
 
 // Attach implements session.Watchdog: BrowserStateRequest and PageText,
-// plus AgentFocusChanged (drops the previous maps) and DialogHandled
-// (remembers the dialog for the next observation).
+// plus AgentFocusChanged (drops the previous maps), DialogHandled
+// (remembers the dialog for the next observation) and RequestBlocked
+// (counts the refusal, by host, for the next observation's Blocked).
 func (w *Watchdog) Attach(s *session.Session) error {
 	log := w.cfg.Logger
 	if log == nil {
@@ -131,6 +142,7 @@ func (w *Watchdog) Attach(s *session.Session) error {
 	w.log = log
 	w.prev = map[string]*dom.SelectorMap{}
 	w.closed = nil
+	w.block = blockedLog{}
 	w.mu.Unlock()
 	return errors.Join(
 		session.Handle(s, events.BrowserStateRequest, Name, func(ctx context.Context, ev events.BrowserStateRequestEvent) (events.BrowserState, error) {
@@ -153,6 +165,12 @@ func (w *Watchdog) Attach(s *session.Session) error {
 			w.mu.Unlock()
 			return events.None{}, nil
 		}),
+		session.Handle(s, events.RequestBlocked, Name, func(_ context.Context, ev events.RequestBlockedEvent) (events.None, error) {
+			w.mu.Lock()
+			w.block.add(ev)
+			w.mu.Unlock()
+			return events.None{}, nil
+		}),
 	)
 }
 
@@ -165,12 +183,23 @@ func (w *Watchdog) takeClosed() []events.DialogInfo {
 	return c
 }
 
+// takeBlocked returns the refused requests since the last call, by host
+// (see blockedLog.take), and the hint for those beyond the bound.
+func (w *Watchdog) takeBlocked() ([]events.BlockedRequests, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.block.take()
+}
+
 //go:embed js/page_text.js
 var pageTextJS string
 
 // pageText reads a tab's visible text, fresh.
 func pageText(ctx context.Context, s *session.Session, tab string) (events.PageTextResult, error) {
 	var r events.PageTextResult
+	if err := s.Readable(tab); err != nil {
+		return r, fmt.Errorf("dom: page text: %w", err)
+	}
 	cs, err := s.PageSession(tab)
 	if err != nil {
 		return r, fmt.Errorf("dom: page text: %w", err)
@@ -216,6 +245,17 @@ func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.Br
 			st.URL, st.Title = t.URL, t.Title
 		}
 	}
+	if note := s.Concealed(tab); note != "" {
+		// A tab the URL policy refuses (found open on connecting): nothing
+		// of it — text, elements, screenshot — reaches the model.
+		st.ClosedDialogs = w.takeClosed()
+		var more string
+		if st.Blocked, more = w.takeBlocked(); more != "" {
+			st.Hints = append(st.Hints, more)
+		}
+		st.Hints = append(st.Hints, "The focused tab is concealed "+note+".")
+		return st, nil
+	}
 
 	// A page whose script never yields would hold every capture command
 	// (and the screenshot) until its timeout: the session interrupts such a
@@ -257,7 +297,13 @@ func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.Br
 		}
 		st.Screenshot = shotPNG
 	}()
+	// Taken before any return below: every state returned carries the
+	// refusals since the previous one, a failed observation included.
 	st.ClosedDialogs = w.takeClosed()
+	var more string
+	if st.Blocked, more = w.takeBlocked(); more != "" {
+		st.Hints = append(st.Hints, more)
+	}
 	if !ev.IncludeDOM {
 		return st, nil
 	}

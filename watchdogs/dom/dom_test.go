@@ -335,6 +335,9 @@ func TestDOMWHonestFailure(t *testing.T) {
 	ctx := wdtest.Ctx(t)
 	wdtest.Navigate(t, ctx, s, env.URL("/dom-forms.html"))
 	s.SetSelectorMap(&session.SelectorMap{Elements: map[int]events.ElementInfo{7: {Index: 7, ElementRef: events.ElementRef{BackendNodeID: 7}}}})
+	if _, err := bus.Call(ctx, s.Bus(), events.RequestBlocked, events.RequestBlockedEvent{Host: "tracker.example", ResourceType: "Script"}); err != nil {
+		t.Fatal(err)
+	}
 	st, err := bus.Call(ctx, s.Bus(), events.BrowserStateRequest,
 		events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: true})
 	if err != nil {
@@ -351,6 +354,10 @@ func TestDOMWHonestFailure(t *testing.T) {
 	}
 	if _, err := s.Element(7); !errors.Is(err, session.ErrElementNotFound) {
 		t.Fatalf("selector map not cleared: %v", err)
+	}
+	// The refusals are news whether or not the DOM could be read.
+	if len(st.Blocked) != 1 || st.Blocked[0].Host != "tracker.example" {
+		t.Fatalf("a failed observation lost the blocked summary: %+v", st.Blocked)
 	}
 }
 
