@@ -15,6 +15,9 @@ var (
 	ErrNoTab = errors.New("session: no tab")
 	// ErrTabNotFound is returned for a tab id the session does not know.
 	ErrTabNotFound = errors.New("session: tab not found")
+	// ErrTabConcealed is returned by [Session.Readable] for a tab the URL
+	// policy concealed: its content must not be read (see ConcealTab).
+	ErrTabConcealed = errors.New("session: tab concealed by the URL policy")
 	// ErrElementNotFound is returned for an element index that is not in the
 	// selector map of the last observation. The caller must request a new
 	// browser state; the index may belong to an older page.

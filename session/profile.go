@@ -47,11 +47,21 @@ type Profile struct {
 	// "*.example.com" (any subdomain and the apex), "https://example.com"
 	// (that scheme only), "example.com:8080" (that port only).
 	AllowedDomains []string
-	// ProhibitedDomains are never loaded, even when AllowedDomains matches.
+	// ProhibitedDomains are never loaded, nor their subdomains
+	// ("secret.example" also refuses x.secret.example), even when
+	// AllowedDomains matches.
 	ProhibitedDomains []string
 	// BlockIPAddresses refuses URLs whose host is an IP address in any
 	// notation. Default false.
 	BlockIPAddresses bool
+	// PolicyScope says which requests the URL policy judges: "requests"
+	// (every request of every tab, frame and worker, plus, when the session
+	// launches the browser, a network guard that refuses connections to
+	// refused hosts — WebSockets, preconnects) or "navigations" (documents
+	// only: navigations, redirects, popups, iframes). Default: "requests"
+	// when AllowedDomains, ProhibitedDomains or BlockIPAddresses restrict
+	// hosts (or a custom policy is set), "navigations" otherwise.
+	PolicyScope string
 	// AllowedSchemes widens the schemes the default URL policy accepts
 	// beyond http, https and the blank pages. Naming "data" or "file" here
 	// is an explicit decision to let the model reach such URLs.

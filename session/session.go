@@ -96,6 +96,7 @@ type Session struct {
 	attached []Watchdog
 	hooks    []hookEntry
 	hookSeq  int
+	flags    []string // launch flags watchdogs added in Attach
 	tabs     map[target.ID]*tab
 	tabOrder []target.ID // creation order
 	frames   map[target.SessionID]*AttachedTarget
@@ -132,8 +133,11 @@ type tab struct {
 	url    string
 	title  string
 	opener target.ID
-	ready  bool // attach hooks ran
-	closed bool
+	// concealed replaces the tab's URL and title in Tabs (a tab found on
+	// a refused origin); "" shows the tab as it is.
+	concealed string
+	ready     bool // attach hooks ran
+	closed    bool
 }
 
 // New returns a stopped session for the profile. Nothing starts until Start.
@@ -196,6 +200,21 @@ func (s *Session) AddTargetHook(h TargetHook) (remove func()) {
 		s.hooks = slices.DeleteFunc(s.hooks, func(e hookEntry) bool { return e.id == id })
 	}
 }
+
+// AddLaunchFlags adds command-line switches to the browser the session
+// launches. Watchdogs call it from Attach, which runs before the launch;
+// the flags come after Profile.ExtraFlags (a later switch wins in
+// Chromium). They are dropped on Stop, and ignored when the session
+// connects to a running browser (check [Session.Launches]).
+func (s *Session) AddLaunchFlags(flags ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flags = append(s.flags, flags...)
+}
+
+// Launches reports whether Start launches the browser (no Profile.CDPURL),
+// so that launch flags take effect.
+func (s *Session) Launches() bool { return s.profile.CDPURL == "" }
 
 // Start launches (or connects to) the browser, attaches the watchdogs to a
 // new bus, opens or adopts a tab and focuses it, then dispatches
@@ -298,6 +317,9 @@ func (s *Session) connect(ctx context.Context) error {
 		if s.profile.UserAgent != "" {
 			flags = append(flags, "--user-agent="+s.profile.UserAgent)
 		}
+		s.mu.Lock()
+		flags = append(flags, s.flags...)
+		s.mu.Unlock()
 		browser, err = cdp.Launch(ctx, cdp.LaunchOptions{
 			ExecPath:     s.profile.ExecutablePath,
 			Headful:      s.profile.Headful,
@@ -879,6 +901,7 @@ func (s *Session) teardown(ctx context.Context, graceful bool) error {
 	s.mu.Lock()
 	s.conn, s.browser = nil, nil
 	s.hooks = nil
+	s.flags = nil
 	s.tabs, s.tabOrder, s.focus, s.selector = nil, nil, "", nil
 	s.mu.Unlock()
 	if len(errs) > 0 {

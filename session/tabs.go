@@ -19,9 +19,56 @@ func (s *Session) Tabs() []events.TabInfo {
 	out := make([]events.TabInfo, 0, len(s.tabOrder))
 	for _, id := range s.tabOrder {
 		t := s.tabs[id]
+		if t.concealed != "" {
+			out = append(out, events.TabInfo{TargetID: string(id), Title: t.concealed})
+			continue
+		}
 		out = append(out, events.TabInfo{TargetID: string(id), URL: t.url, Title: t.title})
 	}
 	return out
+}
+
+// ConcealTab hides a tab's URL and title behind note in [Session.Tabs] and
+// observations, for a tab the URL policy refuses that the session did not
+// navigate there (one found open when connecting): its content must not
+// reach the model, and it is not the session's to navigate away. An empty
+// note shows the tab again; the security watchdog does that when the tab
+// commits an allowed URL. Unknown tabs are ignored.
+func (s *Session) ConcealTab(targetID, note string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.tabs[target.ID(targetID)]; t != nil {
+		t.concealed = note
+		s.notifyLocked()
+	}
+}
+
+// Readable returns nil when a tab's content may be read for the model
+// ("" is the focused tab), or an error wrapping [ErrTabConcealed] with the
+// note. Handlers that read a page for the model (text, screenshot,
+// evaluate) call it first.
+func (s *Session) Readable(targetID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := target.ID(targetID)
+	if id == "" {
+		id = s.focus
+	}
+	if t := s.tabs[id]; t != nil && t.concealed != "" {
+		return fmt.Errorf("%w: %s", ErrTabConcealed, t.concealed)
+	}
+	return nil
+}
+
+// Concealed returns the note that hides a tab (see [Session.ConcealTab]),
+// or "" when the tab is shown.
+func (s *Session) Concealed(targetID string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.tabs[target.ID(targetID)]; t != nil {
+		return t.concealed
+	}
+	return ""
 }
 
 // FocusedTab returns the id of the tab the agent acts on ("" when none).

@@ -215,3 +215,18 @@ func TestDemoRecordsAndExportsOpenTelemetry(t *testing.T) {
 		t.Fatalf("receiver got %d posts, %d bytes, content type %q", posts, bytesIn, ctype)
 	}
 }
+
+// TestStatePrintsRefusals: a page whose iframe the URL policy refused says
+// so in `state`, instead of printing nothing about it.
+func TestStatePrintsRefusals(t *testing.T) {
+	env := testbrowser.Start(t)
+	refused := strings.TrimPrefix(env.Server.URL2, "http://")
+	r := cli(t, nil, "state", "--cdp-url", env.Browser.WebSocketURL(), "--prohibited-domains", refused, env.URL("/iframes.html"))
+	if r.code != 0 {
+		t.Fatalf("state exit %d: %s", r.code, r.stderr)
+	}
+	host, _, _ := strings.Cut(refused, ":")
+	if !strings.Contains(r.stdout, "refused by the URL policy") || !strings.Contains(r.stdout, "to "+host+" (document)") {
+		t.Fatalf("state output does not report the refused iframe:\n%s", r.stdout)
+	}
+}

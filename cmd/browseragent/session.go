@@ -20,6 +20,8 @@ type browserFlags struct {
 	chrome     string
 	allowed    string
 	prohibited string
+	scope      string
+	blockIPs   bool
 	timeout    time.Duration
 }
 
@@ -29,6 +31,8 @@ func (f *browserFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.chrome, "chrome", "", "browser executable (default: $BROWSERAGENT_CHROME, then chromium on PATH)")
 	fs.StringVar(&f.allowed, "allowed-domains", "", "comma-separated domain patterns pages may load from (default: any)")
 	fs.StringVar(&f.prohibited, "prohibited-domains", "", "comma-separated domain patterns pages may never load from")
+	fs.StringVar(&f.scope, "policy-scope", "", `which requests the domain lists judge: "requests" (every request, plus a network guard; the default with a list) or "navigations" (documents only)`)
+	fs.BoolVar(&f.blockIPs, "block-ip-addresses", false, "refuse hosts that are IP addresses")
 	fs.DurationVar(&f.timeout, "start-timeout", time.Minute, "how long starting the browser may take")
 }
 
@@ -39,6 +43,8 @@ func (f *browserFlags) profile() session.Profile {
 		ExecutablePath:    f.chrome,
 		AllowedDomains:    splitList(f.allowed),
 		ProhibitedDomains: splitList(f.prohibited),
+		PolicyScope:       f.scope,
+		BlockIPAddresses:  f.blockIPs,
 	}
 }
 

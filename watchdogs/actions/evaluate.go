@@ -24,6 +24,9 @@ func (a *Watchdog) evaluate(ctx context.Context, s *session.Session, ev events.E
 	if ev.Code == "" {
 		return res, errors.New("actions: evaluate needs JavaScript code")
 	}
+	if err := s.Readable(""); err != nil {
+		return res, fmt.Errorf("actions: evaluate: %w", err)
+	}
 	ps, err := s.PageSession("")
 	if err != nil {
 		return res, err

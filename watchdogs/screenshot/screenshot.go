@@ -64,6 +64,9 @@ func (w *Watchdog) Attach(s *session.Session) error {
 			if tab == "" {
 				tab = s.FocusedTab()
 			}
+			if err := s.Readable(tab); err != nil {
+				return events.ScreenshotResult{}, fmt.Errorf("screenshot: %w", err)
+			}
 			cs, err := s.PageSession(tab)
 			if err != nil {
 				return events.ScreenshotResult{}, fmt.Errorf("screenshot: %w", err)

@@ -1,19 +1,30 @@
 // Package security is the security watchdog (name "security"): it enforces
 // a [URLPolicy] — by default a [DomainPolicy] built from the session
 // profile's AllowedDomains, ProhibitedDomains, BlockIPAddresses and
-// AllowedSchemes — before anything loads:
+// AllowedSchemes — before anything loads. docs/security.md is the threat
+// model; in short:
 //
 //   - NavigateToURL: a guard registered first refuses a forbidden URL before
 //     the session's navigation handler runs; the caller gets the
 //     *BlockedURLError (errors.Is(err, ErrURLBlocked)).
-//   - Every tab, popup and cross-site iframe target gets request interception
-//     (Fetch, Document requests only) from a target hook, set up while the
-//     target is still paused. Each document request — a navigation, every
-//     redirect hop, an iframe's document, the first document of a popup — is
-//     checked and, when refused, failed with BlockedByClient before it reaches
-//     the network. A navigation the session started then fails with a
-//     *session.NavigationError (net::ERR_BLOCKED_BY_CLIENT); [Watchdog.LastBlock]
-//     and a BrowserError event (Type "NavigationBlocked") say why.
+//   - Request interception (Fetch, at the Request stage) on every tab,
+//     popup and cross-site iframe target, set up from a target hook while
+//     the target is still paused. In [ScopeRequests] (the default with a
+//     domain list) every request is judged, and dedicated, shared and
+//     service workers are intercepted too; in [ScopeNavigations] only
+//     documents (navigations, redirect hops, iframes, a popup's first
+//     document). A refused request is failed with BlockedByClient before it
+//     reaches the network. A navigation the session started then fails
+//     with a *session.NavigationError (net::ERR_BLOCKED_BY_CLIENT);
+//     [Watchdog.LastBlock] and a BrowserError (Type "NavigationBlocked")
+//     say why.
+//   - The network guard ([ScopeRequests], launched browsers): the browser
+//     sends every connection through a proxy on loopback that asks the
+//     policy before it connects, so what interception cannot see —
+//     WebSocket handshakes, preconnects — never reaches a refused host, and
+//     the browser resolves no names itself. A connected browser, or a
+//     profile with its own --proxy-server, runs without it (reported once
+//     as a BrowserError "PolicyGuardOff").
 //   - A popup whose first document was refused (or whose URL is refused when
 //     TabCreated reports it) is closed with CloseTab: a blocked popup would
 //     otherwise stay as an empty error page the model could switch to.
@@ -23,6 +34,10 @@
 //     about:blank — a popup that never showed an allowed page is closed
 //     instead — and reported. When that watcher loses events it re-reads
 //     every tab's current URL.
+//   - A tab already open on a refused page when the session attaches it (a
+//     browser the session connected to) is concealed (session.ConcealTab):
+//     not navigated, since it is the user's, but its URL, title and content
+//     are kept from the model until it commits an allowed URL.
 //
 // Scheme coverage: data:, blob:, javascript: and other non-network URLs
 // never reach request interception, so they are stopped by the
@@ -30,25 +45,29 @@
 // (renderer-initiated top-level data: navigations are refused by the
 // browser) and, for anything that still commits (a blob: page the page
 // navigated to, a data: iframe), by the after-commit checks — which act
-// after the document started, not before.
+// after the document started, not before. The requests such documents make
+// are intercepted like any other.
 //
 // Policy errors that are not a *BlockedURLError are wrapped into one (the
 // policy failing closed). A refused redirect or popup is known only after
 // the session's navigation returned; [Watchdog.LastBlock] has the reason.
 //
 // Handles: NavigateToURL (guard), TabCreated, NavigationComplete, TabClosed,
-// BrowserConnected, BrowserReconnected. Emits: BrowserError (Type
+// BrowserConnected, BrowserReconnected. Emits: RequestBlocked for every
+// refusal (one record per decision, with the resource type, the initiator
+// as far as the Referer says, and the layer), BrowserError (Type
 // "NavigationBlocked", Details url, kind, target, reason and action — what
-// was done about it) for every refusal, and CloseTab for refused popups.
-// It never touches an allowed page, never lets a paused request continue
-// without a decision, and never judges sub-resources (scripts, images,
-// XHR): only documents.
+// was done about it) for refused documents, BrowserError
+// "PolicyGuardOff", and CloseTab for refused popups. It never touches an
+// allowed page and never lets a paused request continue without a decision.
 package security
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +85,7 @@ import (
 	"github.com/browseragent/browseragent/internal/follow"
 	"github.com/browseragent/browseragent/internal/routine"
 	"github.com/browseragent/browseragent/session"
+	"github.com/browseragent/browseragent/urlmatch"
 )
 
 // Name is the name of the security watchdog and of its bus handlers.
@@ -82,7 +102,37 @@ type Config struct {
 	// Logger receives the blocks and the interception's troubles. Default:
 	// the session's logger, named "security".
 	Logger *zap.Logger
+	// Scope says which requests the policy judges; see [Scope]. Default:
+	// the session profile's PolicyScope, and when that is empty
+	// [ScopeRequests] if the policy restricts hosts (Policy is set, or the
+	// profile has AllowedDomains, ProhibitedDomains or BlockIPAddresses),
+	// [ScopeNavigations] otherwise.
+	Scope Scope
+	// Dial opens the network guard's upstream connections. Default: a
+	// net.Dialer with a 30 s timeout. Tests and deployments with their own
+	// name resolution set it; it is called only for allowed hosts.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
+
+// Scope says which requests a [URLPolicy] judges.
+type Scope string
+
+const (
+	// ScopeRequests judges every request of every target — documents,
+	// sub-resources, the requests of dedicated, shared and service
+	// workers — by request interception before it is sent. When the
+	// session launches the browser, a network guard (a proxy on loopback
+	// the browser must use) also refuses connections to refused hosts, which
+	// covers what interception cannot see: WebSocket handshakes,
+	// preconnects, DNS prefetch. See docs/security.md.
+	ScopeRequests Scope = "requests"
+	// ScopeNavigations judges documents only: navigations, redirects,
+	// popups and iframes (the mode before the requests scope existed).
+	ScopeNavigations Scope = "navigations"
+)
+
+// ErrUnknownScope is returned by Attach for a scope other than the two.
+var ErrUnknownScope = errors.New("security: unknown policy scope")
 
 // Watchdog enforces a [URLPolicy]; see the package documentation.
 type Watchdog struct {
@@ -98,6 +148,9 @@ type Watchdog struct {
 	shown      map[string]bool             // tabs that committed an allowed page
 	removeHook func()
 	watching   *cdp.Conn // the connection the commit watcher listens on
+	scope      Scope
+	guard      *guard // nil unless the requests scope launched the browser
+	guardOff   string // why the requests scope runs without the guard
 }
 
 // intercepted is the interception state of one target. Only its consumer
@@ -105,6 +158,7 @@ type Watchdog struct {
 type intercepted struct {
 	sess     *cdp.Session
 	kind     session.TargetKind
+	tab      string // the tab the target belongs to ("" for shared and service workers)
 	opener   string
 	firstDoc bool                     // a main-frame document was seen
 	seen     map[fetch.RequestID]bool // request ids paused before (redirect hops)
@@ -149,7 +203,7 @@ func (w *Watchdog) LastBlock(targetID string) *BlockedURLError {
 // that installs request interception. An invalid policy (a domain pattern
 // that does not parse) fails Attach, and so the session's Start, with an
 // error wrapping urlmatch.ErrInvalidPattern that names the pattern.
-func (w *Watchdog) Attach(s *session.Session) error {
+func (w *Watchdog) Attach(s *session.Session) (err error) {
 	p := w.cfg.Policy
 	if p == nil {
 		prof := s.Profile()
@@ -173,10 +227,40 @@ func (w *Watchdog) Attach(s *session.Session) error {
 	if log == nil {
 		log = s.Logger().Named(Name)
 	}
+	scope, err := w.scopeFor(s.Profile())
+	if err != nil {
+		return err
+	}
+	var (
+		g        *guard
+		guardOff string
+	)
+	if scope == ScopeRequests {
+		switch {
+		case !s.Launches():
+			guardOff = "the session connected to a browser it did not launch, so its proxy setting cannot be changed"
+		case proxyFlag(s.Profile().ExtraFlags) != "":
+			guardOff = "Profile.ExtraFlags sets " + proxyFlag(s.Profile().ExtraFlags) + ", which the guard would replace"
+		default:
+			g, err = newGuard(w.cfg.Dial, w.guardDecide, w.guardRefused, log.Named("guard"))
+			if err != nil {
+				return fmt.Errorf("security: starting the network guard: %w", err)
+			}
+			defer func() {
+				if err != nil { // not attached: no Detach will close it
+					_ = g.close(context.Background())
+				}
+			}()
+			s.AddLaunchFlags(g.flags()...)
+		}
+	}
 	w.mu.Lock()
 	w.sess = s
 	w.active = p
 	w.log = log
+	w.scope = scope
+	w.guard = g
+	w.guardOff = guardOff
 	w.group = routine.New(context.Background())
 	w.blocks = map[string]*BlockedURLError{}
 	w.closing = map[string]bool{}
@@ -211,20 +295,78 @@ func (w *Watchdog) Attach(s *session.Session) error {
 	return nil
 }
 
-// Detach implements session.Detacher: it removes the target hook and stops
-// (and waits for) the interception consumers and the commit watcher.
+// Detach implements session.Detacher: it removes the target hook, stops
+// (and waits for) the interception consumers and the commit watcher, and
+// closes the network guard.
 func (w *Watchdog) Detach(ctx context.Context) error {
 	w.mu.Lock()
-	g, remove := w.group, w.removeHook
-	w.removeHook = nil
+	g, remove, gd := w.group, w.removeHook, w.guard
+	w.removeHook, w.guard = nil, nil
 	w.mu.Unlock()
 	if remove != nil {
 		remove()
 	}
-	if g == nil {
-		return nil
+	var errs []error
+	if g != nil {
+		errs = append(errs, g.Stop(ctx))
 	}
-	return g.Stop(ctx)
+	if gd != nil {
+		errs = append(errs, gd.close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Scope returns the scope in force since the last Attach ("" before).
+func (w *Watchdog) Scope() Scope {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.scope
+}
+
+// scopeFor resolves Config.Scope and the profile's PolicyScope.
+func (w *Watchdog) scopeFor(prof session.Profile) (Scope, error) {
+	scope := w.cfg.Scope
+	if scope == "" {
+		scope = Scope(strings.ToLower(strings.TrimSpace(prof.PolicyScope)))
+	}
+	switch scope {
+	case ScopeRequests, ScopeNavigations:
+		return scope, nil
+	case "":
+		if w.cfg.Policy != nil || len(prof.AllowedDomains) > 0 || len(prof.ProhibitedDomains) > 0 || prof.BlockIPAddresses {
+			return ScopeRequests, nil
+		}
+		return ScopeNavigations, nil
+	}
+	return "", fmt.Errorf("%w %q (want %q or %q)", ErrUnknownScope, scope, ScopeRequests, ScopeNavigations)
+}
+
+// proxyFlag returns the user's proxy switch in flags, if any.
+func proxyFlag(flags []string) string {
+	for _, f := range flags {
+		name, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		switch name {
+		case "proxy-server", "proxy-pac-url", "proxy-auto-detect", "no-proxy-server":
+			return "--" + name
+		}
+	}
+	return ""
+}
+
+// guardDecide is the guard's question to the policy.
+func (w *Watchdog) guardDecide(ctx context.Context, rawURL string) *BlockedURLError {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return w.check(cctx, rawURL, KindConnection, "")
+}
+
+// guardRefused reports a connection the guard refused.
+func (w *Watchdog) guardRefused(be *BlockedURLError, what string) {
+	g := w.routines()
+	if g == nil {
+		return
+	}
+	w.reportRequest(g.Context(), be, requestInfo{resourceType: "Connection", layer: "guard", note: what})
 }
 
 // routines returns the group of the current attachment (nil before Attach).
@@ -237,11 +379,17 @@ func (w *Watchdog) routines() *routine.Group {
 // check asks the policy; a non-nil result is the refusal as a
 // *BlockedURLError (a policy's other errors are wrapped into one).
 func (w *Watchdog) check(ctx context.Context, u string, kind NavigationKind, targetID string) *BlockedURLError {
+	return w.checkRequest(ctx, URLRequest{URL: u, Kind: kind, TargetID: targetID})
+}
+
+// checkRequest is check with every field of the request.
+func (w *Watchdog) checkRequest(ctx context.Context, req URLRequest) *BlockedURLError {
+	u, kind := req.URL, req.Kind
 	p := w.Policy()
 	if p == nil {
 		return nil
 	}
-	err := p.CheckURL(ctx, URLRequest{URL: u, Kind: kind, TargetID: targetID})
+	err := p.CheckURL(ctx, req)
 	if err == nil {
 		return nil
 	}
@@ -281,6 +429,51 @@ func (w *Watchdog) report(ctx context.Context, be *BlockedURLError, targetID, ho
 	})
 }
 
+// requestInfo describes a refused request for its RequestBlocked record.
+type requestInfo struct {
+	targetID, tab, resourceType, initiator string
+	layer                                  string // "interception" or "guard"
+	note                                   string // for the log: what was refused ("tunnel", "http")
+}
+
+// reportRequest emits the RequestBlocked record of one refusal (emitted,
+// not awaited: it may come from an interception goroutine while the bus is
+// busy with the action that caused the request).
+func (w *Watchdog) reportRequest(ctx context.Context, be *BlockedURLError, ri requestInfo) {
+	s := w.session()
+	if ce := w.logger().Check(zap.DebugLevel, "request blocked"); ce != nil {
+		ce.Write(zap.String("url", be.URL), zap.String("type", ri.resourceType), zap.String("layer", ri.layer),
+			zap.String("target", ri.targetID), zap.String("reason", be.Reason), zap.String("what", ri.note))
+	}
+	if s == nil || s.Bus() == nil {
+		return
+	}
+	_, _ = bus.Emit(ctx, s.Bus(), events.RequestBlocked, events.RequestBlockedEvent{
+		TargetID:     ri.targetID,
+		TabID:        ri.tab,
+		URL:          be.URL,
+		Host:         hostOf(be.URL),
+		ResourceType: ri.resourceType,
+		Initiator:    ri.initiator,
+		Reason:       be.Reason,
+		Layer:        ri.layer,
+	})
+}
+
+// hostOf is a URL's host in the form policies match it ("" when none).
+func hostOf(raw string) string {
+	u, err := url.Parse(cleanURL(raw))
+	if err != nil {
+		return ""
+	}
+	if strings.EqualFold(u.Scheme, "blob") {
+		if inner, err := url.Parse(u.Opaque); err == nil {
+			u = inner
+		}
+	}
+	return urlmatch.NormalizeHost(u.Hostname())
+}
+
 // onNavigate is the NavigateToURL guard: a refused URL stops the chain.
 func (w *Watchdog) onNavigate(ctx context.Context, ev events.NavigateToURLEvent) (events.NavigateResult, error) {
 	tid := ""
@@ -289,6 +482,7 @@ func (w *Watchdog) onNavigate(ctx context.Context, ev events.NavigateToURLEvent)
 	}
 	if be := w.check(ctx, ev.URL, KindNavigate, tid); be != nil {
 		w.report(ctx, be, tid, "navigation refused before it started")
+		w.reportRequest(ctx, be, requestInfo{targetID: tid, tab: tid, resourceType: "Document", initiator: "agent", layer: "policy"})
 		return events.NavigateResult{TargetID: tid}, be
 	}
 	return events.NavigateResult{}, nil
@@ -380,30 +574,34 @@ func (w *Watchdog) onNavigationComplete(ctx context.Context, ev events.Navigatio
 	return events.None{}, nil
 }
 
-// hook installs Document-request interception on a tab or frame target
-// while it is paused. Fetch is handled by the browser process, so
-// Fetch.enable is answered before the target resumes (checked by test).
+// hook installs request interception on a tab, frame or (in the requests
+// scope) worker target while it is paused: Document requests only in the
+// navigations scope, every request in the requests scope. Fetch is handled
+// by the browser process, so Fetch.enable is answered before the target
+// resumes (checked by test), and its first request is already judged.
 func (w *Watchdog) hook(ctx context.Context, at session.AttachedTarget) error {
-	if at.Kind != session.TargetPage && at.Kind != session.TargetFrame {
+	all := w.Scope() == ScopeRequests
+	if at.Kind == session.TargetOther && (!all || !interceptable(at.Session)) {
 		return nil
 	}
 	g := w.routines()
 	if g == nil || g.Stopped() {
 		return nil
 	}
-	t := &intercepted{sess: at.Session, kind: at.Kind, opener: at.OpenerID, seen: map[fetch.RequestID]bool{}}
+	if at.Kind == session.TargetPage {
+		w.checkAdopted(ctx, at)
+	}
+	t := &intercepted{sess: at.Session, kind: at.Kind, tab: tabOf(at.Session), opener: at.OpenerID, seen: map[fetch.RequestID]bool{}}
 	// Subscribed before Fetch.enable, so that the first paused request (a
 	// popup's first document) cannot be missed.
 	sub := at.Session.SubscribeEvents(targetEvents...)
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := cdpproto.Call(cctx, at.Session, fetch.Enable, fetch.EnableParams{
-		Patterns: []*fetch.RequestPattern{{
-			URLPattern:   "*",
-			ResourceType: network.ResourceTypeDocument,
-			RequestStage: fetch.RequestStageRequest,
-		}},
-	})
+	pattern := &fetch.RequestPattern{URLPattern: "*", RequestStage: fetch.RequestStageRequest}
+	if !all {
+		pattern.ResourceType = network.ResourceTypeDocument
+	}
+	_, err := cdpproto.Call(cctx, at.Session, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{pattern}})
 	if err != nil {
 		sub.Cancel()
 		return fmt.Errorf("security: enabling request interception in target %s: %w", at.Session.TargetID(), err)
@@ -417,7 +615,58 @@ func (w *Watchdog) hook(ctx context.Context, at session.AttachedTarget) error {
 	return nil
 }
 
-// intercept answers the target's paused Document requests until the
+// interceptable reports whether a target other than a page or frame makes
+// requests of its own that interception can see: workers of every kind.
+func interceptable(cs *cdp.Session) bool {
+	info := cs.TargetInfo()
+	if info == nil {
+		return false
+	}
+	switch info.Type {
+	case "worker", "shared_worker", "service_worker":
+		return true
+	}
+	return false
+}
+
+// tabOf returns the tab a target belongs to: itself for a tab, the nearest
+// page above it for a frame or dedicated worker, "" for a target of the
+// browser's own (shared and service workers).
+func tabOf(cs *cdp.Session) string {
+	for c := cs; c != nil; c = c.Parent() {
+		if info := c.TargetInfo(); info != nil && info.Type == "page" {
+			return string(c.TargetID())
+		}
+	}
+	return ""
+}
+
+// checkAdopted judges a tab that was already on a page when the session
+// attached it (a browser the session connected to): a refused one is
+// concealed — its URL and title hidden from the model — rather than
+// navigated, since it is not the session's to change. It is shown again
+// when it commits an allowed URL.
+func (w *Watchdog) checkAdopted(ctx context.Context, at session.AttachedTarget) {
+	u := at.URL
+	if u == "" || at.OpenerID != "" || blankPages[strings.ToLower(u)] || strings.HasPrefix(u, "chrome-error:") {
+		return // a new tab or a popup, judged when it loads
+	}
+	s := w.session()
+	if s == nil {
+		return
+	}
+	tid := string(at.Session.TargetID())
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	be := w.check(cctx, u, KindNavigate, tid)
+	if be == nil {
+		return
+	}
+	s.ConcealTab(tid, "(a tab on a page the URL policy refuses; navigate it elsewhere to use it)")
+	w.report(ctx, be, tid, "tab found open on a refused page: concealed")
+}
+
+// intercept answers the target's paused requests until the
 // target goes away or the watchdog detaches. It runs on its own goroutine so
 // that the CDP reader never waits for a policy.
 func (w *Watchdog) intercept(ctx context.Context, t *intercepted, first *cdp.Subscription) {
@@ -521,6 +770,9 @@ func (w *Watchdog) checkFrame(ctx context.Context, t *intercepted, f *cdpproto.F
 
 // classify classifies a paused document request.
 func classify(t *intercepted, e *fetch.EventRequestPaused) (kind NavigationKind, mainFrame bool) {
+	if e.ResourceType != network.ResourceTypeDocument {
+		return KindSubresource, false
+	}
 	mainFrame = t.kind == session.TargetPage && string(e.FrameID) == string(t.sess.TargetID())
 	switch {
 	case e.RedirectedRequestID != "" || t.seen[e.RequestID]:
@@ -543,7 +795,9 @@ func (w *Watchdog) decide(ctx context.Context, t *intercepted, e *fetch.EventReq
 		// counts as a navigation, which policies treat no more leniently.
 		clear(t.seen)
 	}
-	t.seen[e.RequestID] = true
+	if kind != KindSubresource {
+		t.seen[e.RequestID] = true
+	}
 	firstPopupDoc := mainFrame && t.opener != "" && !t.firstDoc
 	if mainFrame {
 		t.firstDoc = true
@@ -552,15 +806,22 @@ func (w *Watchdog) decide(ctx context.Context, t *intercepted, e *fetch.EventReq
 	tid := string(t.sess.TargetID())
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	be := w.check(cctx, u, kind, tid)
+	be := w.checkRequest(cctx, URLRequest{URL: u, Kind: kind, TargetID: tid, ResourceType: string(e.ResourceType)})
+	// The answer is sent, not awaited: a page with hundreds of requests
+	// would otherwise wait a round trip per request, one after another.
+	// Sends from this goroutine reach the browser in order.
 	if be == nil {
-		if _, err := cdpproto.Call(cctx, t.sess, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID}); err != nil {
-			w.logger().Debug("continue request", zap.String("url", u), zap.Error(err))
+		if r := t.sess.Send(cctx, fetch.CommandContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID}); r.Err() != nil {
+			w.logger().Debug("continue request", zap.String("url", u), zap.Error(r.Err()))
 		}
 		return
 	}
-	if _, err := cdpproto.Call(cctx, t.sess, fetch.FailRequest, fetch.FailRequestParams{RequestID: e.RequestID, ErrorReason: network.ErrorReasonBlockedByClient}); err != nil {
-		w.logger().Debug("fail request", zap.String("url", u), zap.Error(err))
+	if r := t.sess.Send(cctx, fetch.CommandFailRequest, fetch.FailRequestParams{RequestID: e.RequestID, ErrorReason: network.ErrorReasonBlockedByClient}); r.Err() != nil {
+		w.logger().Debug("fail request", zap.String("url", u), zap.Error(r.Err()))
+	}
+	w.reportRequest(ctx, be, requestInfo{targetID: tid, tab: t.tab, resourceType: string(e.ResourceType), initiator: referer(e.Request.Headers), layer: "interception"})
+	if kind == KindSubresource {
+		return // reported by RequestBlocked alone: a page may make hundreds
 	}
 	how := "request failed before it was sent"
 	if firstPopupDoc {
@@ -577,9 +838,22 @@ func (w *Watchdog) decide(ctx context.Context, t *intercepted, e *fetch.EventReq
 	}
 }
 
+// referer is the request's Referer header: the document or script that
+// made it, which is as much as a paused request says of its initiator.
+func referer(h network.Headers) string {
+	for k, v := range h {
+		if strings.EqualFold(k, "Referer") {
+			if s, ok := v.(string); ok {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
 // onConnected starts the after-commit URL watcher, once per connection
 // (it also runs on BrowserReconnected).
-func (w *Watchdog) onConnected(_ context.Context, _ events.BrowserConnectedEvent) (events.None, error) {
+func (w *Watchdog) onConnected(ctx context.Context, _ events.BrowserConnectedEvent) (events.None, error) {
 	s := w.session()
 	if s == nil {
 		return events.None{}, nil
@@ -592,7 +866,17 @@ func (w *Watchdog) onConnected(_ context.Context, _ events.BrowserConnectedEvent
 		return events.None{}, nil
 	}
 	w.watching = conn
+	guardOff := w.guardOff
+	w.guardOff = "" // reported once per Attach
 	w.mu.Unlock()
+	if guardOff != "" {
+		w.logger().Warn("URL policy: requests are intercepted, but the network guard is off: WebSocket handshakes and preconnects to refused hosts are not stopped", zap.String("why", guardOff))
+		_, _ = bus.Emit(ctx, s.Bus(), events.BrowserError, events.BrowserErrorEvent{
+			Type:    "PolicyGuardOff",
+			Message: "the URL policy's network guard is off: " + guardOff,
+			Details: map[string]string{"reason": guardOff},
+		})
+	}
 	// Subscribed here, not on the goroutine, so that no commit after the
 	// connection was reported is missed.
 	sub := conn.SubscribeEvents(target.TargetInfoChanged.Method)
@@ -663,6 +947,12 @@ func (w *Watchdog) checkCommitted(ctx context.Context, ti *target.Info) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	be := w.check(cctx, u, kind, tid)
+	if s.Concealed(tid) != "" {
+		if be == nil {
+			s.ConcealTab(tid, "") // navigated away from the refused page
+		}
+		return // not the session's tab to navigate
+	}
 	w.mu.Lock()
 	if be == nil {
 		if w.shown != nil && !blankPages[strings.ToLower(u)] {

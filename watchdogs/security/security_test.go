@@ -64,11 +64,14 @@ func (h *harness) blocks() []events.BrowserErrorEvent {
 }
 
 // waitFor polls cond (bounded generously; no timing assertions).
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t *testing.T, what string, cond func() bool, detail ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
+			for _, d := range detail {
+				what += "; " + d()
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -1,0 +1,259 @@
+package security
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// guard is the network guard: an HTTP proxy on loopback that a launched
+// browser sends every connection through (--proxy-server, with loopback
+// included). It asks the policy before it opens a connection, so what
+// request interception cannot see — WebSocket handshakes, preconnects,
+// requests of targets attached too late — never reaches a refused host,
+// and the browser resolves no names itself. It serves until close.
+//
+// The guard judges hosts, not requests: a tunnel (CONNECT, used for https,
+// wss and ws) shows only host and port; a plain http request shows its
+// URL. Request interception, which runs first, is what sees resource types.
+type guard struct {
+	ln      net.Listener
+	srv     *http.Server
+	proxy   *httputil.ReverseProxy
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	decide  func(ctx context.Context, rawURL string) *BlockedURLError
+	refused func(be *BlockedURLError, what string)
+	log     *zap.Logger
+
+	mu      sync.Mutex
+	tunnels map[net.Conn]struct{} // hijacked connections, closed by close
+	wg      sync.WaitGroup        // serve and the tunnels' copiers
+	closed  bool
+}
+
+// guardTimeout bounds dialing an upstream host.
+const guardTimeout = 30 * time.Second
+
+// newGuard listens on 127.0.0.1 and serves until close.
+func newGuard(dial func(ctx context.Context, network, addr string) (net.Conn, error),
+	decide func(ctx context.Context, rawURL string) *BlockedURLError,
+	refused func(be *BlockedURLError, what string), log *zap.Logger) (*guard, error) {
+	if dial == nil {
+		d := &net.Dialer{Timeout: guardTimeout}
+		dial = d.DialContext
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	g := &guard{ln: ln, dial: dial, decide: decide, refused: refused, log: log, tunnels: map[net.Conn]struct{}{}}
+	g.proxy = &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.Out.URL = cloneURL(r.In.URL)
+			r.Out.Host = r.In.Host
+		},
+		Transport: &http.Transport{
+			Proxy:                 nil, // the guard is the last hop
+			DialContext:           dial,
+			MaxIdleConnsPerHost:   16,
+			IdleConnTimeout:       30 * time.Second,
+			ResponseHeaderTimeout: 0, // slow pages are the page's business
+			ForceAttemptHTTP2:     false,
+		},
+		ErrorLog: zap.NewStdLog(log),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if !errors.Is(err, context.Canceled) {
+				log.Debug("guard: forwarding", zap.String("url", r.URL.String()), zap.Error(err))
+			}
+			w.WriteHeader(http.StatusBadGateway)
+		},
+	}
+	g.srv = &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second, ErrorLog: zap.NewStdLog(log)}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		_ = g.srv.Serve(ln)
+	}()
+	return g, nil
+}
+
+func cloneURL(u *url.URL) *url.URL {
+	c := *u
+	return &c
+}
+
+// addr is the proxy's address, host:port.
+func (g *guard) addr() string { return g.ln.Addr().String() }
+
+// flags are the browser switches that route everything through the guard.
+// <-loopback> removes Chromium's implicit bypass of localhost and 127/8,
+// which would otherwise let a page reach loopback services directly. WebRTC
+// may use only proxied (TCP) paths, which the guard does not carry, so no
+// UDP reaches a refused host either.
+func (g *guard) flags() []string {
+	return []string{
+		"--proxy-server=http://" + g.addr(),
+		"--proxy-bypass-list=<-loopback>",
+		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+	}
+}
+
+// ServeHTTP answers one proxy request: CONNECT opens a tunnel, anything
+// else is forwarded.
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect {
+		g.tunnel(w, r)
+		return
+	}
+	if r.URL.Host == "" || (r.URL.Scheme != "http" && r.URL.Scheme != "ws") {
+		// Not a proxy request (someone browsing to the guard itself).
+		http.Error(w, "browseragent network guard: proxy requests only", http.StatusBadRequest)
+		return
+	}
+	if be := g.decide(r.Context(), r.URL.String()); be != nil {
+		g.refused(be, "http")
+		http.Error(w, "blocked by the URL policy", http.StatusForbidden)
+		return
+	}
+	g.proxy.ServeHTTP(w, r)
+}
+
+// tunnel decides on a CONNECT and splices the two connections.
+func (g *guard) tunnel(w http.ResponseWriter, r *http.Request) {
+	host, port, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		http.Error(w, "bad CONNECT target", http.StatusBadRequest)
+		return
+	}
+	scheme := "https"
+	if port == "80" {
+		scheme = "http" // a ws:// tunnel; https never uses port 80
+	}
+	u := scheme + "://" + net.JoinHostPort(host, port) + "/"
+	if strings.Contains(host, ":") {
+		u = scheme + "://[" + host + "]:" + port + "/"
+	}
+	if be := g.decide(r.Context(), u); be != nil {
+		g.refused(be, "tunnel")
+		http.Error(w, "blocked by the URL policy", http.StatusForbidden)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), guardTimeout)
+	up, err := g.dial(ctx, "tcp", r.Host)
+	cancel()
+	if err != nil {
+		g.log.Debug("guard: dialing", zap.String("host", r.Host), zap.Error(err))
+		http.Error(w, "cannot reach "+r.Host, http.StatusBadGateway)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		up.Close()
+		http.Error(w, "cannot tunnel", http.StatusInternalServerError)
+		return
+	}
+	down, buf, err := hj.Hijack()
+	if err != nil {
+		up.Close()
+		return
+	}
+	if !g.track(down, up) {
+		down.Close()
+		up.Close()
+		return
+	}
+	if _, err := down.Write([]byte("HTTP/1.1 200 Connection Established\r\n\r\n")); err != nil {
+		g.untrack(down, up)
+		return
+	}
+	// Bytes the browser sent after the CONNECT (a TLS hello) may sit in buf.
+	var fromBrowser io.Reader = down
+	if n := buf.Reader.Buffered(); n > 0 {
+		pending, _ := buf.Reader.Peek(n)
+		fromBrowser = io.MultiReader(strings.NewReader(string(pending)), down)
+	}
+	g.wg.Add(2)
+	var once sync.Once
+	done := func() { once.Do(func() { g.untrack(down, up) }) }
+	go func() {
+		defer g.wg.Done()
+		_, _ = io.Copy(up, fromBrowser)
+		closeWrite(up)
+	}()
+	go func() {
+		defer g.wg.Done()
+		defer done()
+		_, _ = io.Copy(down, up)
+	}()
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		return
+	}
+	_ = c.Close()
+}
+
+// track registers a tunnel's connections; false once the guard closed.
+func (g *guard) track(conns ...net.Conn) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	for _, c := range conns {
+		g.tunnels[c] = struct{}{}
+	}
+	return true
+}
+
+func (g *guard) untrack(conns ...net.Conn) {
+	g.mu.Lock()
+	for _, c := range conns {
+		delete(g.tunnels, c)
+	}
+	g.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}
+
+// close stops serving, closes every tunnel and waits for the goroutines
+// (bounded by ctx).
+func (g *guard) close(ctx context.Context) error {
+	g.mu.Lock()
+	g.closed = true
+	conns := make([]net.Conn, 0, len(g.tunnels))
+	for c := range g.tunnels {
+		conns = append(conns, c)
+	}
+	g.mu.Unlock()
+	err := g.srv.Close() // listener and the server's own connections
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	if t, ok := g.proxy.Transport.(*http.Transport); ok {
+		t.CloseIdleConnections()
+	}
+	done := make(chan struct{})
+	go func() {
+		g.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return err
+	case <-ctx.Done():
+		return errors.Join(err, errors.New("security: network guard: connections still closing"))
+	}
+}
