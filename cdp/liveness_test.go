@@ -363,12 +363,12 @@ func TestSlowLargeMessageIsNotAStall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// At most 32 KiB per 25 ms (1.3 MB/s): a 6 MiB reply takes 4.8 s or
+	// At most 16 KiB per 25 ms (655 kB/s): a 6 MiB reply takes 9.6 s or
 	// more, longer than the stall timeout, while bytes keep arriving. The
 	// timeout leaves room for a loaded machine's pauses before the first
-	// byte.
-	proxy := testbrowser.NewProxy(t, u.Host, testbrowser.WithDownstream(throttle(32<<10, 25*time.Millisecond)))
-	const stall = 4 * time.Second
+	// byte (building the 6 MiB string took over 5 s once, at load 25).
+	proxy := testbrowser.NewProxy(t, u.Host, testbrowser.WithDownstream(throttle(16<<10, 25*time.Millisecond)))
+	const stall = 8 * time.Second
 	c, err := cdp.Dial(ctx, proxy.Through(u.String()), cdp.WithKeepalive(300*time.Millisecond, stall))
 	if err != nil {
 		t.Fatal(err)
