@@ -318,7 +318,7 @@ const maxBlockedHostsShown = 8
 // policy refused since the last observation, most-refused host first (the
 // order of st.Blocked), e.g.
 //
-//	Blocked since the last step (refused by the URL policy; do not retry them): 3 requests to tracker.example (script, fetch); 1 request to evil.test (connection)
+//	Blocked since the last step (refused by the URL policy; do not retry them): 3 requests to tracker.example (script, fetch); 1 request to evil.test (image)
 //
 // The explanation is said once: a page that fails because its scripts were
 // refused is the policy working, and retrying cannot succeed.

@@ -15,12 +15,12 @@ func TestFormatStateShowsBlockedAndHints(t *testing.T) {
 		Hints: []string{"The page may still be loading; consider waiting."},
 		Blocked: []events.BlockedRequests{
 			{Host: "tracker.example", Count: 3, Types: []string{"script", "fetch"}},
-			{Host: "evil.test", Count: 1, Types: []string{"connection"}},
+			{Host: "evil.test", Count: 1, Types: []string{"image"}},
 		},
 	})
 	for _, want := range []string{
 		"<browser_state>\n",
-		"Blocked since the last step (refused by the URL policy; do not retry them): 3 requests to tracker.example (script, fetch); 1 request to evil.test (connection)\n",
+		"Blocked since the last step (refused by the URL policy; do not retry them): 3 requests to tracker.example (script, fetch); 1 request to evil.test (image)\n",
 		"The page may still be loading; consider waiting.\n",
 		"[1]<button />",
 	} {

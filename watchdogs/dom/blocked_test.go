@@ -71,7 +71,9 @@ func TestDOMWBlockedRequestsInState(t *testing.T) {
 	for _, ev := range []events.RequestBlockedEvent{
 		{TargetID: s.FocusedTab(), URL: "https://tracker.example/a.js", Host: "tracker.example", ResourceType: "Script", Layer: "interception"},
 		{TargetID: s.FocusedTab(), URL: "https://tracker.example/c", Host: "tracker.example", ResourceType: "Ping", Layer: "interception"},
-		{URL: "wss://evil.test:443", Host: "evil.test", ResourceType: "Connection", Layer: "guard"},
+		{TabID: s.FocusedTab(), URL: "wss://evil.test:443", Host: "evil.test", ResourceType: "WebSocket", Layer: "interception"},
+		// Not the model's business: the guard cannot name the tab.
+		{URL: "https://update.example:443/", Host: "update.example", ResourceType: "Connection", Layer: "guard"},
 	} {
 		// Called, not emitted: the test needs them handled before the state.
 		if _, err := bus.Call(ctx, s.Bus(), events.RequestBlocked, ev); err != nil {
@@ -81,7 +83,7 @@ func TestDOMWBlockedRequestsInState(t *testing.T) {
 	st := wdtest.State(t, ctx, s)
 	want := []events.BlockedRequests{
 		{Host: "tracker.example", Count: 2, Types: []string{"script", "ping"}},
-		{Host: "evil.test", Count: 1, Types: []string{"connection"}},
+		{Host: "evil.test", Count: 1, Types: []string{"websocket"}},
 	}
 	if !reflect.DeepEqual(st.Blocked, want) {
 		t.Fatalf("Blocked %+v, want %+v", st.Blocked, want)

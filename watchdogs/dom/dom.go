@@ -166,6 +166,13 @@ func (w *Watchdog) Attach(s *session.Session) error {
 			return events.None{}, nil
 		}),
 		session.Handle(s, events.RequestBlocked, Name, func(_ context.Context, ev events.RequestBlockedEvent) (events.None, error) {
+			if ev.Layer == "guard" && ev.TabID == "" {
+				// A connection the network guard refused belongs to no tab
+				// it can name: under an allow list most are the browser's
+				// own background requests, noise to the model. The trace
+				// and the report keep them.
+				return events.None{}, nil
+			}
 			w.mu.Lock()
 			w.block.add(ev)
 			w.mu.Unlock()
