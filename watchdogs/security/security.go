@@ -13,7 +13,8 @@
 //     domain list) every request is judged, and dedicated, shared and
 //     service workers are intercepted too; in [ScopeNavigations] only
 //     documents (navigations, redirect hops, iframes, a popup's first
-//     document). A refused request is failed with BlockedByClient before it
+//     document) — and nothing when the profile's policy restricts no host,
+//     since enabling interception slows every load (docs/performance.md). A refused request is failed with BlockedByClient before it
 //     reaches the network. A navigation the session started then fails
 //     with a *session.NavigationError (net::ERR_BLOCKED_BY_CLIENT);
 //     [Watchdog.LastBlock] and a BrowserError (Type "NavigationBlocked")
@@ -138,19 +139,20 @@ var ErrUnknownScope = errors.New("security: unknown policy scope")
 type Watchdog struct {
 	cfg Config
 
-	mu         sync.Mutex
-	sess       *session.Session
-	log        *zap.Logger
-	active     URLPolicy
-	group      *routine.Group              // interception consumers and the commit watcher
-	blocks     map[string]*BlockedURLError // last block per target id
-	closing    map[string]bool             // popups whose close was requested
-	shown      map[string]bool             // tabs that committed an allowed page
-	removeHook func()
-	watching   *cdp.Conn // the connection the commit watcher listens on
-	scope      Scope
-	guard      *guard // nil unless the requests scope launched the browser
-	guardOff   string // why the requests scope runs without the guard
+	mu          sync.Mutex
+	sess        *session.Session
+	log         *zap.Logger
+	active      URLPolicy
+	group       *routine.Group              // interception consumers and the commit watcher
+	blocks      map[string]*BlockedURLError // last block per target id
+	closing     map[string]bool             // popups whose close was requested
+	shown       map[string]bool             // tabs that committed an allowed page
+	removeHook  func()
+	watching    *cdp.Conn // the connection the commit watcher listens on
+	scope       Scope
+	noIntercept bool   // navigations scope, no host restricted: no interception at all
+	guard       *guard // nil unless the requests scope launched the browser
+	guardOff    string // why the requests scope runs without the guard
 }
 
 // intercepted is the interception state of one target. Only its consumer
@@ -259,6 +261,12 @@ func (w *Watchdog) Attach(s *session.Session) (err error) {
 	w.active = p
 	w.log = log
 	w.scope = scope
+	// Enabling Fetch, even for documents only, slows every page load by
+	// about a quarter (docs/performance.md). A policy that restricts no
+	// host refuses only URLs that never reach the network (schemes), which
+	// the NavigateToURL guard and the after-commit checks judge, so
+	// interception is left off.
+	w.noIntercept = scope == ScopeNavigations && w.cfg.Policy == nil && !restrictsHosts(s.Profile())
 	w.guard = g
 	w.guardOff = guardOff
 	w.group = routine.New(context.Background())
@@ -333,12 +341,17 @@ func (w *Watchdog) scopeFor(prof session.Profile) (Scope, error) {
 	case ScopeRequests, ScopeNavigations:
 		return scope, nil
 	case "":
-		if w.cfg.Policy != nil || len(prof.AllowedDomains) > 0 || len(prof.ProhibitedDomains) > 0 || prof.BlockIPAddresses {
+		if w.cfg.Policy != nil || restrictsHosts(prof) {
 			return ScopeRequests, nil
 		}
 		return ScopeNavigations, nil
 	}
 	return "", fmt.Errorf("%w %q (want %q or %q)", ErrUnknownScope, scope, ScopeRequests, ScopeNavigations)
+}
+
+// restrictsHosts reports whether the profile's policy refuses any host.
+func restrictsHosts(prof session.Profile) bool {
+	return len(prof.AllowedDomains) > 0 || len(prof.ProhibitedDomains) > 0 || prof.BlockIPAddresses
 }
 
 // proxyFlag returns the user's proxy switch in flags, if any.
@@ -591,20 +604,26 @@ func (w *Watchdog) hook(ctx context.Context, at session.AttachedTarget) error {
 	if at.Kind == session.TargetPage {
 		w.checkAdopted(ctx, at)
 	}
+	w.mu.Lock()
+	noIntercept := w.noIntercept
+	w.mu.Unlock()
 	t := &intercepted{sess: at.Session, kind: at.Kind, tab: tabOf(at.Session), opener: at.OpenerID, seen: map[fetch.RequestID]bool{}}
 	// Subscribed before Fetch.enable, so that the first paused request (a
-	// popup's first document) cannot be missed.
+	// popup's first document) cannot be missed. Without interception the
+	// consumer still checks the frames that commit without a request.
 	sub := at.Session.SubscribeEvents(targetEvents...)
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	pattern := &fetch.RequestPattern{URLPattern: "*", RequestStage: fetch.RequestStageRequest}
-	if !all {
-		pattern.ResourceType = network.ResourceTypeDocument
-	}
-	_, err := cdpproto.Call(cctx, at.Session, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{pattern}})
-	if err != nil {
-		sub.Cancel()
-		return fmt.Errorf("security: enabling request interception in target %s: %w", at.Session.TargetID(), err)
+	if !noIntercept {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		pattern := &fetch.RequestPattern{URLPattern: "*", RequestStage: fetch.RequestStageRequest}
+		if !all {
+			pattern.ResourceType = network.ResourceTypeDocument
+		}
+		_, err := cdpproto.Call(cctx, at.Session, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{pattern}})
+		if err != nil {
+			sub.Cancel()
+			return fmt.Errorf("security: enabling request interception in target %s: %w", at.Session.TargetID(), err)
+		}
 	}
 	name := "security interception " + string(at.Session.TargetID())
 	if err := g.Go(name, func(ctx context.Context) { w.intercept(ctx, t, sub) }); err != nil {
