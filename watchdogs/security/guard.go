@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/browseragent/browseragent/internal/routine"
 )
 
 // guard is the network guard: an HTTP proxy on loopback that a launched
@@ -36,7 +38,7 @@ type guard struct {
 
 	mu      sync.Mutex
 	tunnels map[net.Conn]struct{} // hijacked connections, closed by close
-	wg      sync.WaitGroup        // serve and the tunnels' copiers
+	group   *routine.Group        // serve and the tunnels' copiers
 	closed  bool
 }
 
@@ -55,7 +57,8 @@ func newGuard(dial func(ctx context.Context, network, addr string) (net.Conn, er
 	if err != nil {
 		return nil, err
 	}
-	g := &guard{ln: ln, dial: dial, decide: decide, refused: refused, log: log, tunnels: map[net.Conn]struct{}{}}
+	g := &guard{ln: ln, dial: dial, decide: decide, refused: refused, log: log,
+		tunnels: map[net.Conn]struct{}{}, group: routine.New(context.Background())}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.Out.URL = cloneURL(r.In.URL)
@@ -78,11 +81,11 @@ func newGuard(dial func(ctx context.Context, network, addr string) (net.Conn, er
 		},
 	}
 	g.srv = &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second, ErrorLog: zap.NewStdLog(log)}
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		_ = g.srv.Serve(ln)
-	}()
+	// Serve ends when close closes the server; the group only joins it.
+	if err := g.group.Go("network guard", func(context.Context) { _ = g.srv.Serve(ln) }); err != nil {
+		ln.Close()
+		return nil, err
+	}
 	return g, nil
 }
 
@@ -181,19 +184,18 @@ func (g *guard) tunnel(w http.ResponseWriter, r *http.Request) {
 		pending, _ := buf.Reader.Peek(n)
 		fromBrowser = io.MultiReader(strings.NewReader(string(pending)), down)
 	}
-	g.wg.Add(2)
-	var once sync.Once
-	done := func() { once.Do(func() { g.untrack(down, up) }) }
-	go func() {
-		defer g.wg.Done()
+	// The copiers end when either side closes; close closes both.
+	toHost := func(context.Context) {
 		_, _ = io.Copy(up, fromBrowser)
 		closeWrite(up)
-	}()
-	go func() {
-		defer g.wg.Done()
-		defer done()
+	}
+	toBrowser := func(context.Context) {
+		defer g.untrack(down, up)
 		_, _ = io.Copy(down, up)
-	}()
+	}
+	if g.group.Go("guard tunnel to "+r.Host, toHost) != nil || g.group.Go("guard tunnel from "+r.Host, toBrowser) != nil {
+		g.untrack(down, up) // closing: the copier that started ends with the connections
+	}
 }
 
 func closeWrite(c net.Conn) {
@@ -245,15 +247,5 @@ func (g *guard) close(ctx context.Context) error {
 	if t, ok := g.proxy.Transport.(*http.Transport); ok {
 		t.CloseIdleConnections()
 	}
-	done := make(chan struct{})
-	go func() {
-		g.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return err
-	case <-ctx.Done():
-		return errors.Join(err, errors.New("security: network guard: connections still closing"))
-	}
+	return errors.Join(err, g.group.Stop(ctx))
 }
