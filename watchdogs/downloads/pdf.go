@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
@@ -37,9 +38,14 @@ var (
 	ErrPDFFetch = errors.New("downloads: fetching the PDF failed")
 )
 
-// pdfObjectGroup holds the document handle of one auto-download; released
-// after it.
-const pdfObjectGroup = "browseragent-downloads-pdf"
+// pdfObjectGroup prefixes the object group that holds the document handle
+// of one auto-download, released when it ends. Each fetch has a group of its
+// own: two fetches of one tab at once (a NavigationComplete handled while
+// another runs) must not release each other's handle.
+const pdfObjectGroup = "browseragent-downloads-pdf-"
+
+// pdfGroups numbers the fetches' object groups.
+var pdfGroups atomic.Int64
 
 // onNavigationComplete auto-downloads a PDF a session navigation opened.
 func (w *Watchdog) onNavigationComplete(ctx context.Context, ev events.NavigationCompleteEvent) (events.None, error) {
@@ -104,7 +110,8 @@ func fetchPDF(ctx context.Context, cs *cdp.Session, rawURL string, max int64) ([
 	fail := func(err error) ([]byte, error) {
 		return nil, fmt.Errorf("downloads: auto-downloading the PDF %s: %w", rawURL, err)
 	}
-	doc, err := cdpproto.Call(ctx, cs, runtime.Evaluate, runtime.EvaluateParams{Expression: "document", ObjectGroup: pdfObjectGroup})
+	group := pdfObjectGroup + strconv.FormatInt(pdfGroups.Add(1), 10)
+	doc, err := cdpproto.Call(ctx, cs, runtime.Evaluate, runtime.EvaluateParams{Expression: "document", ObjectGroup: group})
 	if err != nil {
 		return fail(err)
 	}
@@ -112,7 +119,7 @@ func fetchPDF(ctx context.Context, cs *cdp.Session, rawURL string, max int64) ([
 		// Best effort: the document may be gone already.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_, _ = cdpproto.Call(rctx, cs, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: pdfObjectGroup})
+		_, _ = cdpproto.Call(rctx, cs, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: group})
 	}()
 	if doc.ExceptionDetails != nil || doc.Result == nil || doc.Result.ObjectID == "" {
 		return fail(errors.New("the page has no document"))
