@@ -98,6 +98,10 @@ func pageText(ctx context.Context, s *session.Session, tab string) (events.PageT
 // in the session: the actions watchdog resolves indexes there.
 func observe(ctx context.Context, s *session.Session) (events.BrowserState, error) {
 	tab := s.FocusedTab()
+	// The tab list follows the browser's target events, which may trail a
+	// navigation the last action started; read the URLs afresh, as the
+	// default DOM watchdog does.
+	_ = s.RefreshTabs(ctx)
 	st := events.BrowserState{FocusedTarget: tab, Tabs: s.Tabs(), Elements: map[int]events.ElementInfo{}}
 	for _, t := range st.Tabs {
 		if t.TargetID == tab {
