@@ -53,7 +53,7 @@ var specialDefaultPorts = map[string]int{"http": 80, "https": 443, "ws": 80, "ws
 // Other schemes are parsed by [url.Parse] after the same clean-up, with
 // their host as written.
 func ParseURL(rawURL string) (*url.URL, error) {
-	s := cleanURL(rawURL)
+	s := Clean(rawURL)
 	scheme, rest, ok := splitScheme(s)
 	if !ok {
 		return url.Parse(s)
@@ -120,10 +120,11 @@ func ParseURL(rawURL string) (*url.URL, error) {
 	return u, nil
 }
 
-// cleanURL does what a browser does to typed or linked text before parsing
-// it: leading and trailing spaces and C0 controls go, and so do tabs and
-// newlines anywhere ("java\tscript:" is javascript:).
-func cleanURL(s string) string {
+// Clean does what a browser does to typed or linked text before parsing
+// it as a URL: leading and trailing spaces and C0 controls go, and so do
+// tabs and newlines anywhere ("java\tscript:" is javascript:). ParseURL
+// cleans first; callers that compare URL strings clean the same way.
+func Clean(s string) string {
 	s = strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
 	if !strings.ContainsAny(s, "\t\n\r") {
 		return s

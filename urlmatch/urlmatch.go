@@ -143,6 +143,21 @@ func Match(pattern, rawURL string) bool {
 	return err == nil && p.MatchURL(rawURL)
 }
 
+// Host returns the host of rawURL as patterns see it: read as Chromium
+// reads it ([ParseURL]), a blob: URL by the origin inside it, in the form
+// [NormalizeHost] gives. It is "" when rawURL does not parse or has no host.
+func Host(rawURL string) string {
+	u, err := ParseURL(rawURL)
+	if err != nil {
+		return ""
+	}
+	t, ok := targetOf(u)
+	if !ok {
+		return ""
+	}
+	return t.host
+}
+
 // MatchAny returns the first of patterns that matches u, and whether there
 // is one. It reads u once, however many patterns there are.
 func MatchAny(patterns []Pattern, u *url.URL) (Pattern, bool) {

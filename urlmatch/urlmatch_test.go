@@ -487,3 +487,22 @@ func FuzzMatch(f *testing.F) {
 		}
 	})
 }
+
+func TestHost(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://WWW.Example.COM./a":           "www.example.com",
+		"http://[::ffff:7f00:2]:8080/":         "127.0.0.2",
+		"http://0x7f.1/":                       "127.0.0.1",
+		"http://bücher.example/":               "xn--bcher-kva.example",
+		"blob:https://shop.test/4f1c":          "shop.test",
+		"  http:\\\\evil.test\\x":              "evil.test",
+		"data:text/plain,hi":                   "",
+		"about:blank":                          "",
+		"http://[::1":                          "",
+		"wss://tracker.example:443/socket?x=1": "tracker.example",
+	} {
+		if got := Host(raw); got != want {
+			t.Errorf("Host(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/urlmatch"
 )
 
 // Bounds of the blocked-request summary kept between two observations: a
@@ -82,10 +83,10 @@ func blockedHost(ev events.RequestBlockedEvent) string {
 	if ev.Host != "" {
 		return ev.Host
 	}
+	if h := urlmatch.Host(ev.URL); h != "" {
+		return h
+	}
 	if u, err := url.Parse(ev.URL); err == nil {
-		if h := u.Hostname(); h != "" {
-			return strings.ToLower(h)
-		}
 		if u.Scheme != "" {
 			return strings.ToLower(u.Scheme) + ":"
 		}

@@ -252,14 +252,16 @@ func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.Br
 			st.URL, st.Title = t.URL, t.Title
 		}
 	}
+	// Taken before any return below: every state returned carries the
+	// refusals since the previous one, a failed observation included.
+	st.ClosedDialogs = w.takeClosed()
+	var more string
+	if st.Blocked, more = w.takeBlocked(); more != "" {
+		st.Hints = append(st.Hints, more)
+	}
 	if note := s.Concealed(tab); note != "" {
 		// A tab the URL policy refuses (found open on connecting): nothing
 		// of it — text, elements, screenshot — reaches the model.
-		st.ClosedDialogs = w.takeClosed()
-		var more string
-		if st.Blocked, more = w.takeBlocked(); more != "" {
-			st.Hints = append(st.Hints, more)
-		}
 		st.Hints = append(st.Hints, "The focused tab is concealed "+note+".")
 		return st, nil
 	}
@@ -304,13 +306,6 @@ func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.Br
 		}
 		st.Screenshot = shotPNG
 	}()
-	// Taken before any return below: every state returned carries the
-	// refusals since the previous one, a failed observation included.
-	st.ClosedDialogs = w.takeClosed()
-	var more string
-	if st.Blocked, more = w.takeBlocked(); more != "" {
-		st.Hints = append(st.Hints, more)
-	}
 	if !ev.IncludeDOM {
 		return st, nil
 	}

@@ -141,10 +141,7 @@ func (g *guard) tunnel(w http.ResponseWriter, r *http.Request) {
 	if port == "80" {
 		scheme = "http" // a ws:// tunnel; https never uses port 80
 	}
-	u := scheme + "://" + net.JoinHostPort(host, port) + "/"
-	if strings.Contains(host, ":") {
-		u = scheme + "://[" + host + "]:" + port + "/"
-	}
+	u := scheme + "://" + net.JoinHostPort(host, port) + "/" // JoinHostPort brackets IPv6
 	if be := g.decide(r.Context(), u); be != nil {
 		g.refused(be, "tunnel")
 		http.Error(w, "blocked by the URL policy", http.StatusForbidden)

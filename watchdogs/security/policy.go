@@ -200,7 +200,7 @@ func (p *DomainPolicy) CheckURL(_ context.Context, req URLRequest) error {
 	block := func(reason string) error {
 		return &BlockedURLError{URL: req.URL, Kind: req.Kind, Reason: reason}
 	}
-	raw := cleanURL(req.URL)
+	raw := urlmatch.Clean(req.URL)
 	if raw == "" {
 		return block("empty url")
 	}
@@ -295,22 +295,6 @@ func (p *DomainPolicy) schemeAllowed(scheme string) bool {
 		}
 	}
 	return false
-}
-
-// cleanURL does what a browser does to typed or linked text before parsing
-// it (as urlmatch does): leading and trailing spaces and control characters
-// go, and so do tabs and newlines anywhere ("java\tscript:" is javascript:).
-func cleanURL(s string) string {
-	s = strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
-	if !strings.ContainsAny(s, "\t\n\r") {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if r == '\t' || r == '\n' || r == '\r' {
-			return -1
-		}
-		return r
-	}, s)
 }
 
 // isIPHost reports whether host, normalised by [urlmatch.NormalizeHost],

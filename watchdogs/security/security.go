@@ -68,7 +68,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -91,6 +90,10 @@ import (
 
 // Name is the name of the security watchdog and of its bus handlers.
 const Name = "security"
+
+// callTimeout bounds one policy decision and the CDP calls that act on it:
+// a policy or a browser that hangs must not hold a request for ever.
+const callTimeout = 10 * time.Second
 
 // Config configures the security watchdog. The zero value is usable.
 type Config struct {
@@ -368,7 +371,7 @@ func proxyFlag(flags []string) string {
 
 // guardDecide is the guard's question to the policy.
 func (w *Watchdog) guardDecide(ctx context.Context, rawURL string) *BlockedURLError {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	return w.check(cctx, rawURL, KindConnection, "")
 }
@@ -445,7 +448,7 @@ func (w *Watchdog) report(ctx context.Context, be *BlockedURLError, targetID, ho
 // requestInfo describes a refused request for its RequestBlocked record.
 type requestInfo struct {
 	targetID, tab, resourceType, initiator string
-	layer                                  string // "interception" or "guard"
+	layer                                  string // "policy", "interception" or "guard"
 	note                                   string // for the log: what was refused ("tunnel", "http")
 }
 
@@ -465,26 +468,12 @@ func (w *Watchdog) reportRequest(ctx context.Context, be *BlockedURLError, ri re
 		TargetID:     ri.targetID,
 		TabID:        ri.tab,
 		URL:          be.URL,
-		Host:         hostOf(be.URL),
+		Host:         urlmatch.Host(be.URL),
 		ResourceType: ri.resourceType,
 		Initiator:    ri.initiator,
 		Reason:       be.Reason,
 		Layer:        ri.layer,
 	})
-}
-
-// hostOf is a URL's host in the form policies match it ("" when none).
-func hostOf(raw string) string {
-	u, err := url.Parse(cleanURL(raw))
-	if err != nil {
-		return ""
-	}
-	if strings.EqualFold(u.Scheme, "blob") {
-		if inner, err := url.Parse(u.Opaque); err == nil {
-			u = inner
-		}
-	}
-	return urlmatch.NormalizeHost(u.Hostname())
 }
 
 // onNavigate is the NavigateToURL guard: a refused URL stops the chain.
@@ -613,7 +602,7 @@ func (w *Watchdog) hook(ctx context.Context, at session.AttachedTarget) error {
 	// consumer still checks the frames that commit without a request.
 	sub := at.Session.SubscribeEvents(targetEvents...)
 	if !noIntercept {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
 		pattern := &fetch.RequestPattern{URLPattern: "*", RequestStage: fetch.RequestStageRequest}
 		if !all {
@@ -675,7 +664,7 @@ func (w *Watchdog) checkAdopted(ctx context.Context, at session.AttachedTarget) 
 		return
 	}
 	tid := string(at.Session.TargetID())
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	be := w.check(cctx, u, KindNavigate, tid)
 	if be == nil {
@@ -729,7 +718,7 @@ func (w *Watchdog) resyncTarget(ctx context.Context, t *intercepted) {
 	w.logger().Error("request interception lost events: a document request whose pause was lost stays paused "+
 		"(never sent) until its frame navigates again or the tab closes",
 		zap.String("target", tid))
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	tree, err := cdpproto.Call(cctx, t.sess, page.GetFrameTree, cdpproto.Empty{})
 	cancel()
 	if err != nil {
@@ -775,7 +764,7 @@ func (w *Watchdog) checkFrame(ctx context.Context, t *intercepted, f *cdpproto.F
 	}
 	u := f.URL + f.URLFragment
 	tid := string(t.sess.TargetID())
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	be := w.check(cctx, u, KindSubframe, tid)
 	if be == nil {
@@ -823,7 +812,7 @@ func (w *Watchdog) decide(ctx context.Context, t *intercepted, e *fetch.EventReq
 	}
 	u := e.Request.URL + e.Request.URLFragment
 	tid := string(t.sess.TargetID())
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	be := w.checkRequest(cctx, URLRequest{URL: u, Kind: kind, TargetID: tid, ResourceType: string(e.ResourceType)})
 	// The answer is sent, not awaited: a page with hundreds of requests
@@ -928,7 +917,7 @@ func (w *Watchdog) watchCommits(ctx context.Context, conn *cdp.Conn, first *cdp.
 // events were lost cannot be recovered; the one it is on now is what
 // matters.
 func (w *Watchdog) resyncCommits(ctx context.Context, conn *cdp.Conn) {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	res, err := cdpproto.Call(cctx, conn.Browser(), target.GetTargets, target.GetTargetsParams{})
 	cancel()
 	if err != nil {
@@ -963,7 +952,7 @@ func (w *Watchdog) checkCommitted(ctx context.Context, ti *target.Info) {
 	if ti.OpenerID != "" {
 		kind = KindNewTab
 	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	be := w.check(cctx, u, kind, tid)
 	if s.Concealed(tid) != "" {
