@@ -93,6 +93,8 @@ type Agent struct {
 	doneAlt *ActionSpec // structured done, when OutputSchema is set
 	outSch  json.RawMessage
 	log     *zap.Logger
+	// extractModel is Settings.ExtractModel as given (nil: the step model).
+	extractModel llm.Model
 
 	mu      sync.Mutex
 	running bool
@@ -116,17 +118,23 @@ func New(task string, model llm.Model, b Browser, set Settings) (*Agent, error) 
 	if model == nil {
 		return nil, ErrNoModel
 	}
-	if b == nil {
-		return nil, ErrNoBrowser
-	}
 	if strings.TrimSpace(task) == "" {
 		return nil, fmt.Errorf("%w: empty task", ErrSettings)
+	}
+	return newAgent(task, model, b, set)
+}
+
+// newAgent is New without the model check: a Driver's agent has a model
+// only while it runs a task.
+func newAgent(task string, model llm.Model, b Browser, set Settings) (*Agent, error) {
+	if b == nil {
+		return nil, ErrNoBrowser
 	}
 	set, err := set.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{set: set, model: model, browser: b, log: set.Logger, exclude: map[string]bool{}}
+	a := &Agent{set: set, browser: b, log: set.Logger, exclude: map[string]bool{}, extractModel: set.ExtractModel}
 	a.tools = set.Tools
 	if a.tools == nil {
 		a.tools = DefaultRegistry()
@@ -137,13 +145,7 @@ func New(task string, model llm.Model, b Browser, set Settings) (*Agent, error) 
 	if set.Vision != VisionAuto {
 		a.exclude["screenshot"] = true
 	}
-	if set.ExtractModel == nil {
-		a.set.ExtractModel = model
-	}
-	if len(a.set.Observers) > 0 {
-		a.model = &observedModel{inner: model, a: a, purpose: "step"}
-		a.set.ExtractModel = &observedModel{inner: a.set.ExtractModel, a: a, purpose: "extract"}
-	}
+	a.setModel(model)
 	if len(set.OutputSchema) > 0 {
 		spec, sch, err := structuredDone(set.OutputSchema)
 		if err != nil {
@@ -172,6 +174,26 @@ func New(task string, model llm.Model, b Browser, set Settings) (*Agent, error) 
 	a.history.Task = task
 	a.loop = newLoopDetector(set.LoopWindow, set.LoopNudges)
 	return a, nil
+}
+
+// setModel makes model the step model, and the extraction model unless
+// Settings.ExtractModel names one; both are wrapped to report their calls
+// to the observers. A nil model leaves extraction to Settings.ExtractModel.
+func (a *Agent) setModel(model llm.Model) {
+	a.model = model
+	a.set.ExtractModel = a.extractModel
+	if a.set.ExtractModel == nil {
+		a.set.ExtractModel = model
+	}
+	if len(a.set.Observers) == 0 {
+		return
+	}
+	if model != nil {
+		a.model = &observedModel{inner: model, a: a, purpose: "step"}
+	}
+	if a.set.ExtractModel != nil {
+		a.set.ExtractModel = &observedModel{inner: a.set.ExtractModel, a: a, purpose: "extract"}
+	}
 }
 
 // RunDir returns the directory holding the run's files and screenshots.
@@ -216,6 +238,10 @@ func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
 	if a.running {
 		a.mu.Unlock()
 		return nil, ErrRunning
+	}
+	if a.model == nil {
+		a.mu.Unlock()
+		return nil, ErrNoModel
 	}
 	a.running = true
 	a.mu.Unlock()

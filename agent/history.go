@@ -22,6 +22,8 @@ type ActionRecord struct {
 	Error    string         `json:"error,omitempty"`
 	Verdict  events.Verdict `json:"verdict,omitempty"`
 	Duration time.Duration  `json:"duration_ns"`
+	// Denied reports that the Approver refused the action: it did not run.
+	Denied bool `json:"denied,omitempty"`
 }
 
 // StateRecord is what the step observed.

@@ -58,45 +58,19 @@ func (a *Agent) multiAct(ctx context.Context, st *events.BrowserState, calls []A
 				return
 			}
 		}
-		rec := ActionRecord{Name: c.Name, Params: c.Params, Risk: spec.Risk}
-		dec, err := a.set.Approver.Approve(ctx, ApprovalRequest{Action: c.Name, Params: c.Params, Risk: spec.Risk, URL: st.URL, Step: step})
-		if err != nil || !dec.Allow {
-			reason := dec.Reason
-			if err != nil {
-				reason = err.Error()
-			}
-			if reason == "" {
-				reason = "no reason given"
-			}
-			rec.Error = a.secrets.scrub("denied by approval policy: " + reason)
-			rec.Verdict = events.VerdictFailed
-			item.Actions = append(item.Actions, rec)
+		rec, err := a.act(ctx, spec, c, st, step)
+		item.Actions = append(item.Actions, rec)
+		if rec.Denied {
 			a.dropNote(item, calls, i+1, fmt.Sprintf("action %d (%s) was denied", i+1, c.Name))
 			return
 		}
-		ac := &ActionContext{Browser: a.browser, FileSystem: a.fs, ExtractModel: a.set.ExtractModel, BrowserState: st, Logger: a.log, RunDir: a.runDir, agent: a}
-		start := time.Now()
-		res, err := a.runAction(ctx, spec, ac, c.Params)
-		rec.Duration = time.Since(start)
-		res.Text = a.secrets.scrub(res.Text)
-		res.ReadOnce = a.secrets.scrub(res.ReadOnce)
-		rec.Result = res
-		if res.Outcome != nil {
-			rec.Verdict = res.Outcome.Verdict
-			res.Outcome.Detail = a.secrets.scrub(res.Outcome.Detail)
-		}
-		if err != nil {
-			rec.Error = a.secrets.scrub(errText(err))
-			rec.Verdict = events.VerdictFailed
-		}
-		item.Actions = append(item.Actions, rec)
+		res := rec.Result
 		if res.ReadOnce != "" {
 			a.readState = append(a.readState, fmt.Sprintf("%s:\n%s", c.Name, res.ReadOnce))
 		}
 		if res.WantScreenshot {
 			a.wantShot = true
 		}
-		a.log.Debug("agent: action", zap.Int("step", step), zap.String("action", c.Name), zap.String("verdict", string(rec.Verdict)), zap.Bool("error", err != nil))
 		last := i == len(calls)-1
 		switch {
 		case err != nil:
@@ -107,15 +81,7 @@ func (a *Agent) multiAct(ctx context.Context, st *events.BrowserState, calls []A
 		case res.Done:
 			return
 		}
-		if res.Outcome != nil && len(res.Outcome.NewTabs) > 0 {
-			// Follow the new tab, as upstream does, and stop: the rest was
-			// chosen on the old page.
-			if sw, err := a.switchTab(ctx, res.Outcome.NewTabs[0]); err == nil {
-				item.Actions[len(item.Actions)-1].Result.Text += fmt.Sprintf(" Switched to the new tab %s (%s).", shortTab(sw.TargetID), sw.URL)
-			} else {
-				// The model must not believe it is on the new tab.
-				item.Actions[len(item.Actions)-1].Result.Text += a.secrets.scrub(fmt.Sprintf(" Could not switch to the new tab %s: %v; still on the previous tab.", shortTab(res.Outcome.NewTabs[0]), errText(err)))
-			}
+		if a.followNewTab(ctx, &item.Actions[len(item.Actions)-1]) {
 			if !last {
 				a.dropNote(item, calls, i+1, fmt.Sprintf("action %d (%s) opened a new tab", i+1, c.Name))
 			}
@@ -137,6 +103,66 @@ func (a *Agent) multiAct(ctx context.Context, st *events.BrowserState, calls []A
 			return
 		}
 	}
+}
+
+// act asks the Approver, then runs one action and records it with every
+// text scrubbed of secrets. A denial is a failed record with Denied set and
+// no error returned; err is the action's own error (also in rec.Error, as
+// the model reads it).
+func (a *Agent) act(ctx context.Context, spec ActionSpec, c ActionCall, st *events.BrowserState, step int) (ActionRecord, error) {
+	rec := ActionRecord{Name: c.Name, Params: c.Params, Risk: spec.Risk}
+	url := ""
+	if st != nil {
+		url = st.URL
+	}
+	dec, err := a.set.Approver.Approve(ctx, ApprovalRequest{Action: c.Name, Params: c.Params, Risk: spec.Risk, URL: url, Step: step})
+	if err != nil || !dec.Allow {
+		reason := dec.Reason
+		if err != nil {
+			reason = err.Error()
+		}
+		if reason == "" {
+			reason = "no reason given"
+		}
+		rec.Error = a.secrets.scrub("denied by approval policy: " + reason)
+		rec.Verdict = events.VerdictFailed
+		rec.Denied = true
+		return rec, nil
+	}
+	ac := &ActionContext{Browser: a.browser, FileSystem: a.fs, ExtractModel: a.set.ExtractModel, BrowserState: st, Logger: a.log, RunDir: a.runDir, agent: a}
+	start := time.Now()
+	res, err := a.runAction(ctx, spec, ac, c.Params)
+	rec.Duration = time.Since(start)
+	res.Text = a.secrets.scrub(res.Text)
+	res.ReadOnce = a.secrets.scrub(res.ReadOnce)
+	if res.Outcome != nil {
+		rec.Verdict = res.Outcome.Verdict
+		res.Outcome.Detail = a.secrets.scrub(res.Outcome.Detail)
+	}
+	rec.Result = res
+	if err != nil {
+		rec.Error = a.secrets.scrub(errText(err))
+		rec.Verdict = events.VerdictFailed
+	}
+	a.log.Debug("agent: action", zap.Int("step", step), zap.String("action", c.Name), zap.String("verdict", string(rec.Verdict)), zap.Bool("error", err != nil))
+	return rec, err
+}
+
+// followNewTab switches to the first tab an action opened, as upstream
+// does, and says so in the record's text. It reports whether the action
+// opened a tab.
+func (a *Agent) followNewTab(ctx context.Context, rec *ActionRecord) bool {
+	o := rec.Result.Outcome
+	if rec.Error != "" || o == nil || len(o.NewTabs) == 0 {
+		return false
+	}
+	if sw, err := a.switchTab(ctx, o.NewTabs[0]); err == nil {
+		rec.Result.Text += fmt.Sprintf(" Switched to the new tab %s (%s).", shortTab(sw.TargetID), sw.URL)
+	} else {
+		// The model must not believe it is on the new tab.
+		rec.Result.Text += a.secrets.scrub(fmt.Sprintf(" Could not switch to the new tab %s: %v; still on the previous tab.", shortTab(o.NewTabs[0]), errText(err)))
+	}
+	return true
 }
 
 // fence decides, before action c (not the first), whether the batch must
