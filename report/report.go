@@ -51,12 +51,16 @@ type Data struct {
 	Generated time.Time
 	Meta      map[string]any
 	Run       *trace.Run
-	Steps     []Step
-	Models    []trace.Model
-	Kinds     []KindCount
-	Errors    []string // bus errors, in order
-	Verify    Verification
-	Records   int
+	// Tasks are the run records before the last: the tasks a driven
+	// session (MCP, shell) ran with a model, in order; Run is then the
+	// session's own record.
+	Tasks   []trace.Run
+	Steps   []Step
+	Models  []trace.Model
+	Kinds   []KindCount
+	Errors  []string // bus errors, in order
+	Verify  Verification
+	Records int
 	// BlockedRequests are the requests the URL policy refused, one per
 	// RequestBlocked event, in trace order: at most MaxBlockedRequests of
 	// BlockedTotal.
@@ -157,6 +161,9 @@ func Load(path string) (*Data, error) {
 		case trace.TypeRun:
 			var run trace.Run
 			if json.Unmarshal(r.Data, &run) == nil {
+				if d.Run != nil {
+					d.Tasks = append(d.Tasks, *d.Run)
+				}
 				d.Run = &run
 			}
 		case trace.TypeStep:

@@ -166,3 +166,40 @@ func TestReportShowsRecordedFrames(t *testing.T) {
 		t.Fatalf("%d frames rendered, want 3", f.Frames)
 	}
 }
+
+// A driven session's trace holds the runs of its tasks before the
+// session's own run record: the report keeps and shows every one.
+func TestReportListsTheTasksOfADrivenSession(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	w, err := trace.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []trace.Run{
+		{Task: "find the price", Done: true, Success: true, FinalText: "12 EUR", Steps: 3},
+		{Task: "book it", Errors: []string{"step 9: timed out"}, Steps: 5},
+		{Task: "interactive session", Steps: 11},
+	} {
+		if err := w.Write(trace.TypeRun, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Run == nil || d.Run.Task != "interactive session" || len(d.Tasks) != 2 || d.Tasks[0].FinalText != "12 EUR" {
+		t.Fatalf("run %+v, tasks %+v", d.Run, d.Tasks)
+	}
+	var b strings.Builder
+	if err := Render(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	if strings.Count(html, `<tr class="task">`) != 2 || !strings.Contains(html, "step 9: timed out") || !strings.Contains(html, "12 EUR") {
+		t.Fatalf("tasks not shown:\n%s", html)
+	}
+}
