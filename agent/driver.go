@@ -182,10 +182,16 @@ func (d *Driver) Actions() []ActionSpec {
 	return d.a.offered(d.currentURL(), false)
 }
 
-// Tabs returns the open tabs and the id of the focused one.
+// Tabs returns the open tabs and the id of the focused one. Their URLs and
+// titles are the browser's, not scrubbed (see Scrub).
 func (d *Driver) Tabs() ([]events.TabInfo, string) {
 	return d.a.browser.Tabs(), d.a.browser.FocusedTab()
 }
+
+// Scrub replaces the secrets' values in s with their placeholders, as the
+// Driver does in every text it returns: for callers that word texts of
+// their own (a tab list, a question to the user).
+func (d *Driver) Scrub(s string) string { return d.a.secrets.scrub(s) }
 
 func (d *Driver) currentURL() string {
 	ac := ActionContext{Browser: d.a.browser, BrowserState: d.last}
