@@ -6,6 +6,7 @@
 //	browseragent state URL [flags]       print what the model would see
 //	browseragent report TRACE [-o FILE]  turn a trace into an HTML report
 //	browseragent verify TRACE            check a trace's hash chain
+//	browseragent mcp [flags]             serve the browser to MCP clients (stdio or --http)
 package main
 
 import (
@@ -42,6 +43,7 @@ func commands() []command {
 		{"state", "print exactly what the model would see for a page", runState},
 		{"report", "turn a trace into a self-contained HTML report", runReport},
 		{"verify", "check that a trace is complete and unedited", runVerify},
+		{"mcp", "serve the browser to MCP clients (Claude Code, Cursor, …) over stdio or --http", runMCP},
 	}
 }
 
