@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/browseragent/browseragent/agent"
+	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/scripted"
 	"github.com/browseragent/browseragent/internal/testbrowser"
 	"github.com/browseragent/browseragent/mcpserver"
@@ -34,6 +35,7 @@ type launcher struct {
 	approver agent.Approver
 	mu       sync.Mutex
 	sessions []*session.Session
+	drivers  []*agent.Driver
 }
 
 func (l *launcher) start(ctx context.Context) (*mcpserver.Browser, error) {
@@ -51,6 +53,7 @@ func (l *launcher) start(ctx context.Context) (*mcpserver.Browser, error) {
 	}
 	l.mu.Lock()
 	l.sessions = append(l.sessions, s)
+	l.drivers = append(l.drivers, d)
 	l.mu.Unlock()
 	return &mcpserver.Browser{Driver: d, Ready: s.Ready, Close: func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -70,6 +73,12 @@ func (l *launcher) session(i int) *session.Session {
 		l.t.Fatalf("no browser %d (%d started)", i, len(l.sessions))
 	}
 	return l.sessions[i]
+}
+
+func (l *launcher) history(i int) *agent.History {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.drivers[i].History()
 }
 
 func (l *launcher) started() int {
@@ -347,5 +356,84 @@ func TestToolList(t *testing.T) {
 	}
 	if n := l.started(); n != 0 {
 		t.Fatalf("listing tools started %d browsers", n)
+	}
+}
+
+// swapModel is a model whose script the test replaces between tasks.
+type swapModel struct {
+	mu sync.Mutex
+	m  *scripted.Model
+}
+
+func (s *swapModel) set(steps ...scripted.Step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m = scripted.New(steps)
+}
+
+func (s *swapModel) Name() string { return "scripted" }
+
+func (s *swapModel) Generate(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	s.mu.Lock()
+	m := s.m
+	s.mu.Unlock()
+	return m.Generate(ctx, req)
+}
+
+// TestRunTaskAsksToo: approvals apply inside run_task. A 2025 client is
+// asked in the middle of the task; a 2026-07-28 client cannot be (a call
+// cannot be made again mid-task), so the action is refused and the task
+// goes on without it.
+func TestRunTaskAsksToo(t *testing.T) {
+	web := site(t)
+	l := newLauncher(t, mcpserver.Confirm([]agent.Risk{agent.RiskSubmit}, nil))
+	model := &swapModel{}
+	srv := newServer(t, mcpserver.Config{Start: l.start, Model: model, MaxSteps: 5})
+	script := func() {
+		model.set(
+			scripted.Step{Action: "navigate", Params: map[string]any{"url": web.URL1 + "/agent-form.html"}},
+			scripted.Step{WaitForLabel: "Nothing", Action: "click", Label: "Nothing"},
+			scripted.Step{Action: "done", Params: map[string]any{"text": "clicked", "success": true}},
+		)
+	}
+	for _, c := range []struct {
+		version string
+		clicks  int
+	}{{"2025-11-25", 1}, {"", 0}} {
+		t.Run("protocol "+cmp(c.version, "latest"), func(t *testing.T) {
+			var asked int
+			var mu sync.Mutex
+			cs := connect(t, srv, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				mu.Lock()
+				asked++
+				mu.Unlock()
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"allow": true}}, nil
+			}}, c.version)
+			script()
+			text := mustCall(t, cs, "run_task", map[string]any{"task": "Click the Nothing button"})
+			if !strings.Contains(text, "Done (success)") || !strings.Contains(text, "Steps:") {
+				t.Fatalf("run_task: %s", text)
+			}
+			if n := noops(t, l.session(0)); n != c.clicks {
+				t.Fatalf("clicked %d times, want %d", n, c.clicks)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if asked != c.clicks {
+				t.Fatalf("asked %d times", asked)
+			}
+			h := l.history(0)
+			last := ""
+			for _, it := range h.Items {
+				for _, a := range it.Actions {
+					if a.Name == "click" {
+						last = a.Error
+					}
+				}
+			}
+			if c.clicks == 0 && !strings.Contains(last, "cannot give during run_task") {
+				t.Fatalf("the refused click's error: %q", last)
+			}
+		})
 	}
 }
