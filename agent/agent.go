@@ -572,6 +572,7 @@ func (a *Agent) finishTimeout(ctx, sctx context.Context, item *HistoryItem, call
 // finish records the item, updates the failure count and calls OnStepEnd.
 func (a *Agent) finish(ctx context.Context, item *HistoryItem) {
 	item.EndedAt = a.set.Now()
+	a.secrets.scrubItem(item)
 	item.Failed = item.Error != "" || (len(item.Actions) > 0 && item.Actions[0].Error != "")
 	if item.Failed {
 		a.failures++

@@ -13,7 +13,8 @@ type ApprovalRequest struct {
 	Params json.RawMessage
 	// Risk is the action's risk class.
 	Risk Risk
-	// URL is the focused page's URL when the step observed it.
+	// URL is the focused page's URL when the step observed it, secrets
+	// scrubbed.
 	URL string
 	// Step is the step number.
 	Step int

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1155,5 +1156,42 @@ func TestLoopReconnectWaitIsBounded(t *testing.T) {
 	res, err := a.Run(context.Background())
 	if !errors.Is(err, events.ErrBrowserGone) || !strings.Contains(err.Error(), "not back within 200ms") {
 		t.Fatalf("run: %v (result %+v)", err, res)
+	}
+}
+
+// A form sent with GET puts a typed secret in the next URL, encoded: the
+// history (state, evidence) and the approver see the placeholder.
+func TestSecretInURLIsScrubbedFromHistory(t *testing.T) {
+	const secret = "ada+1@secret.example"
+	next := "https://form.test/sent?email=" + url.QueryEscape(secret)
+	b := agenttest.New(t, agenttest.Page{
+		URL: "https://form.test/", Title: "Form",
+		Elements: []agenttest.Element{{Index: 1, Attrs: map[string]string{"type": "submit"}, Text: "Send", Href: next}},
+	}, agenttest.Page{URL: next, Title: "Sent " + secret})
+	model := scripted.New([]scripted.Step{
+		{Action: "click", Params: map[string]any{"index": 1}},
+		{Action: "click", Params: map[string]any{"index": 1}},
+		{Action: "done", Params: map[string]any{"text": "sent", "success": true}},
+	})
+	set := settings(t)
+	set.SensitiveData = map[string]string{"mail": secret}
+	var seen []string
+	set.Approver = agent.ApproverFunc(func(_ context.Context, r agent.ApprovalRequest) (agent.Decision, error) {
+		seen = append(seen, r.URL)
+		return agent.Decision{Allow: true}, nil
+	})
+	a := newAgent(t, "Send the form", model, b, set)
+	run(t, a, model)
+	h, err := json.Marshal(a.History())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range []string{secret, url.QueryEscape(secret)} {
+		if strings.Contains(string(h), leak) || strings.Contains(strings.Join(seen, " "), leak) {
+			t.Fatalf("%q leaked:\nhistory %s\napprover saw %v", leak, h, seen)
+		}
+	}
+	if ph, _ := json.Marshal("email=<secret>mail</secret>"); !strings.Contains(string(h), strings.Trim(string(ph), `"`)) {
+		t.Fatalf("no placeholder in the history: %s", h)
 	}
 }

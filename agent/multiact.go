@@ -115,7 +115,7 @@ func (a *Agent) act(ctx context.Context, spec ActionSpec, c ActionCall, st *even
 	if st != nil {
 		url = st.URL
 	}
-	dec, err := a.set.Approver.Approve(ctx, ApprovalRequest{Action: c.Name, Params: c.Params, Risk: spec.Risk, URL: url, Step: step})
+	dec, err := a.set.Approver.Approve(ctx, ApprovalRequest{Action: c.Name, Params: c.Params, Risk: spec.Risk, URL: a.secrets.scrub(url), Step: step})
 	if err != nil || !dec.Allow {
 		reason := dec.Reason
 		if err != nil {

@@ -2,9 +2,12 @@ package agent
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/browseragent/browseragent/events"
 )
 
 // secretRE matches a placeholder the model writes for a secret.
@@ -24,7 +27,17 @@ type secrets struct {
 
 func newSecrets(global map[string]string, byDomain map[string]map[string]string, match func(string, string) bool) *secrets {
 	s := &secrets{global: global, byDomain: byDomain, match: match}
-	add := func(k, v string) { s.pairs = append(s.pairs, [2]string{v, "<secret>" + k + "</secret>"}) }
+	add := func(k, v string) {
+		ph := "<secret>" + k + "</secret>"
+		s.pairs = append(s.pairs, [2]string{v, ph})
+		// A form sends its values in URLs, encoded: the URLs the history
+		// and the model see must not hold them either.
+		for _, enc := range []string{url.QueryEscape(v), url.PathEscape(v)} {
+			if enc != v {
+				s.pairs = append(s.pairs, [2]string{enc, ph})
+			}
+		}
+	}
 	for k, v := range global {
 		add(k, v)
 	}
@@ -110,4 +123,31 @@ func (s *secrets) scrub(text string) string {
 		}
 	}
 	return text
+}
+
+// scrubItem scrubs what a history item holds of the page: URLs and titles
+// (a form sent with GET puts its values in the URL) and the evidence of
+// its actions. The texts were scrubbed when they were written.
+func (s *secrets) scrubItem(it *HistoryItem) {
+	if s.empty() {
+		return
+	}
+	st := &it.State
+	st.URL, st.Title, st.Fingerprint = s.scrub(st.URL), s.scrub(st.Title), s.scrub(st.Fingerprint)
+	if len(st.Tabs) > 0 {
+		tabs := make([]events.TabInfo, len(st.Tabs))
+		for i, t := range st.Tabs {
+			t.URL, t.Title = s.scrub(t.URL), s.scrub(t.Title)
+			tabs[i] = t
+		}
+		st.Tabs = tabs
+	}
+	for i := range it.Actions {
+		if o := it.Actions[i].Result.Outcome; o != nil {
+			c := *o
+			c.Before.URL, c.Before.Fingerprint = s.scrub(c.Before.URL), s.scrub(c.Before.Fingerprint)
+			c.After.URL, c.After.Fingerprint = s.scrub(c.After.URL), s.scrub(c.After.Fingerprint)
+			it.Actions[i].Result.Outcome = &c
+		}
+	}
 }
