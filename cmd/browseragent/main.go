@@ -7,6 +7,15 @@
 //	browseragent report TRACE [-o FILE]  turn a trace into an HTML report
 //	browseragent verify TRACE            check a trace's hash chain
 //	browseragent mcp [flags]             serve the browser to MCP clients (stdio or --http)
+//
+// A background session for shells and scripts (docs/shell.md):
+//
+//	browseragent open URL [--session NAME]   start a background session (or reuse it) on URL
+//	browseragent state                       print the session's page; its indexes apply until the next state
+//	browseragent click N | type N "text" | select N "Option" | options N | hover N
+//	browseragent scroll [up] | keys Enter | back | navigate URL | tab ID | wait [S] | upload N PATH | eval CODE
+//	browseragent screenshot FILE | tabs | text | do ACTION [JSON]
+//	browseragent sessions | close            list the running sessions; end one (trace written)
 package main
 
 import (
@@ -40,9 +49,30 @@ func commands() []command {
 	return []command{
 		{"demo", "run the offline demo: a bundled site, a scripted model, a trace and a report", runDemo},
 		{"run", "run a task with a model (--model provider:name)", runTask},
-		{"state", "print exactly what the model would see for a page", runState},
+		{"state", "print what the model would see: of URL (one-shot), or without URL of the open session", runStateCommand},
 		{"report", "turn a trace into a self-contained HTML report", runReport},
 		{"verify", "check that a trace is complete and unedited", runVerify},
+		{"open", "start a background session on URL (or open URL in the running one)", runOpen},
+		{"click", "session: click element N", runClick},
+		{"type", "session: type text into element N", runType},
+		{"select", "session: select an option of dropdown N", runSelect},
+		{"options", "session: list the options of dropdown N", runOptions},
+		{"hover", "session: move the mouse over element N", runHover},
+		{"scroll", "session: scroll the page down or up", runScroll},
+		{"keys", "session: press keys (Enter, Escape, Control+a)", runKeys},
+		{"back", "session: go back", runBack},
+		{"navigate", "session: open a URL", runNavigate},
+		{"tab", "session: switch to a tab", runTab},
+		{"tabs", "session: list the tabs", runTabs},
+		{"text", "session: print the page's text", runText},
+		{"screenshot", "session: save a PNG of the page", runScreenshot},
+		{"wait", "session: wait for the page", runWait},
+		{"upload", "session: upload a file into file input N", runUpload},
+		{"eval", "session: run JavaScript (sessions opened with --allow-evaluate)", runEval},
+		{"do", "session: run any action by name with JSON parameters", runDo},
+		{"sessions", "list the running background sessions", runSessions},
+		{"close", "end a background session: history, trace and report written", runClose},
+		{serveCommand, "", runServeSession},
 		{"mcp", "serve the browser to MCP clients (Claude Code, Cursor, …) over stdio or --http", runMCP},
 	}
 }
@@ -80,6 +110,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		default:
 			fmt.Fprintf(stderr, "browseragent %s: %v\n", c.name, err)
+			var ec interface{ exitCode() int }
+			if errors.As(err, &ec) {
+				return ec.exitCode()
+			}
 			return 1
 		}
 	}
@@ -93,7 +127,10 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		if c.summary == "" {
+			continue // internal
+		}
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 }
 
