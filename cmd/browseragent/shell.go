@@ -214,6 +214,7 @@ func (f *sessionFlags) finish(stdout io.Writer, r shellResult, text string, err 
 	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		if eerr := enc.Encode(r); eerr != nil && err == nil {
 			err = eerr
 		}
