@@ -45,8 +45,7 @@ const (
 	CodeUnknownAction = "unknown_action" // agent.ErrUnknownAction
 	CodeBadParams     = "bad_params"     // agent.ErrBadParams
 	CodeBrowserGone   = "browser_gone"   // events.ErrBrowserGone: the session's browser crashed or was closed
-	CodeClosed        = "closed"         // agent.ErrClosed: the session is closing
-	CodeCanceled      = "canceled"       // the request was cancelled (the session is stopping)
+	CodeClosed        = "closed"         // agent.ErrClosed: the session is stopping (close, idle, a signal); the request was cancelled or refused
 	CodeVersion       = "version"        // ErrVersion: the request's protocol version is not the server's
 	CodeBadRequest    = "bad_request"    // ErrBadRequest: not a request this server can read
 )

@@ -458,7 +458,17 @@ func (s *Server) gone(ctx context.Context) error {
 // failure fills r for err, after asking Health whether the browser is
 // still there (a request that failed because the browser died says so).
 func (s *Server) failure(ctx context.Context, err error, r Response) Response {
-	if !errors.Is(err, events.ErrBrowserGone) && ctx.Err() == nil {
+	switch {
+	case errors.Is(err, events.ErrBrowserGone):
+	case ctx.Err() != nil:
+		// The server is stopping (a client that hung up reads nothing):
+		// say why, when it is the browser.
+		if cause := context.Cause(ctx); errors.Is(cause, events.ErrBrowserGone) {
+			err = cause
+		} else {
+			err = fmt.Errorf("%w: the session is stopping; the request was cancelled", agent.ErrClosed)
+		}
+	default:
 		if gone := s.gone(ctx); gone != nil {
 			err = gone
 		}
@@ -479,8 +489,6 @@ func (s *Server) failure(ctx context.Context, err error, r Response) Response {
 		r.Code = CodeBrowserGone
 	case errors.Is(err, agent.ErrClosed):
 		r.Code = CodeClosed
-	case ctx.Err() != nil:
-		r.Code = CodeCanceled
 	default:
 		r.Code = CodeFailed
 	}

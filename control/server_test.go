@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -77,7 +78,7 @@ type serving struct {
 	done   chan struct{}
 	reason control.StopReason
 	err    error
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 }
 
 func serve(t *testing.T, d control.Driver, opt control.ServerOptions) *serving {
@@ -87,7 +88,7 @@ func serve(t *testing.T, d control.Driver, opt control.ServerOptions) *serving {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	sv := &serving{socket: socket, client: control.Client{Socket: socket, Timeout: 2 * time.Minute}, done: make(chan struct{}), cancel: cancel}
 	srv := control.NewServer(d, opt)
 	go func() {
@@ -95,7 +96,7 @@ func serve(t *testing.T, d control.Driver, opt control.ServerOptions) *serving {
 		sv.reason, sv.err = srv.Serve(ctx, ln)
 	}()
 	t.Cleanup(func() {
-		cancel()
+		cancel(nil)
 		<-sv.done
 	})
 	return sv
@@ -142,6 +143,21 @@ func raw(t *testing.T, socket string, line []byte) control.Response {
 		t.Fatalf("answer %q: %v", b, err)
 	}
 	return r
+}
+
+// waitUntil polls cond with backoff until it holds, failing after two
+// minutes (a loaded machine).
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	wait := 5 * time.Millisecond
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(wait) // polling a condition, with backoff
+		wait = min(2*wait, 200*time.Millisecond)
+	}
 }
 
 func params(v any) json.RawMessage {
@@ -367,12 +383,57 @@ func TestControlServerStops(t *testing.T) {
 		sv.wait(t)
 	})
 
+	// A request in progress when the session stops is answered, and says
+	// why: the browser gone, or the session stopping.
+	for _, c := range []struct {
+		name  string
+		cause error
+		want  error
+	}{
+		{"browser gone", fmt.Errorf("%w: the browser process (pid 1) exited", events.ErrBrowserGone), events.ErrBrowserGone},
+		{"stopping", nil, agent.ErrClosed},
+	} {
+		t.Run("a request in progress, "+c.name, func(t *testing.T) {
+			sv := serve(t, f.d, control.ServerOptions{})
+			type result struct {
+				r   *control.Response
+				err error
+			}
+			got := make(chan result, 1)
+			go func() {
+				r, err := sv.client.Call(ctx, control.Request{Op: control.OpDo, Action: "wait", Params: params(map[string]any{"seconds": 30})})
+				got <- result{r, err}
+			}()
+			// In progress: a server with a request running reports no idle
+			// time.
+			waitUntil(t, "the wait to run", func() bool {
+				r, err := sv.client.Call(ctx, control.Request{Op: control.OpInfo})
+				return err == nil && r.Info.Idle == 0
+			})
+			sv.cancel(c.cause)
+			var res result
+			select {
+			case res = <-got:
+			case <-time.After(time.Minute):
+				t.Fatal("the request in progress got no answer")
+			}
+			var re *control.RemoteError
+			if !errors.Is(res.err, c.want) || !errors.As(res.err, &re) || res.r == nil || res.r.OK {
+				t.Fatalf("answer %+v, %v", res.r, res.err)
+			}
+			if c.cause != nil && !strings.Contains(res.err.Error(), "pid 1") {
+				t.Fatalf("the cause is not said: %v", res.err)
+			}
+			sv.wait(t)
+		})
+	}
+
 	t.Run("context", func(t *testing.T) {
 		sv := serve(t, f.d, control.ServerOptions{})
 		if _, err := sv.client.Call(ctx, control.Request{Op: control.OpInfo}); err != nil {
 			t.Fatal(err)
 		}
-		sv.cancel()
+		sv.cancel(nil)
 		if got := sv.wait(t); got != control.StopContext {
 			t.Fatalf("reason %v", got)
 		}
