@@ -245,6 +245,13 @@ func TestShellSession(t *testing.T) {
 	if r = e.must("back", "--session", "main"); !strings.Contains(r.stdout, "Went back: navigated") {
 		t.Fatalf("back: %s", r.stdout)
 	}
+	// open on a running session opens the URL in it; the flags that would
+	// configure a new one are ignored, and it says so.
+	r = e.must("open", env.URL("/other.html"), "--session", "main", "--headful")
+	if strings.TrimSpace(r.stdout) != "Opened "+env.URL("/other.html")+": navigated." || strings.Contains(r.stderr, "started") || !strings.Contains(r.stderr, "ignored: --headful") {
+		t.Fatalf("open on a running session: %s / %s", r.stdout, r.stderr)
+	}
+	e.must("back", "--session", "main")
 	r = e.must("sessions")
 	if !strings.Contains(r.stdout, "main") || !strings.Contains(r.stdout, strconv.Itoa(m.PID)) || !strings.Contains(r.stdout, env.URL("/agent-form.html")) {
 		t.Fatalf("sessions:\n%s", r.stdout)
@@ -466,6 +473,16 @@ func TestShellRefusals(t *testing.T) {
 		t.Fatalf("too long: exit %d, %s", r.code, r.stderr)
 	}
 
+	// A session that cannot start: open says why, from its log, and
+	// leaves nothing behind.
+	r := cli(t, append(e.env, "BROWSERAGENT_CHROME=/nonexistent/chromium"), "open", "http://127.0.0.1:1/", "--session", "nob", "--out", filepath.Join(e.out, "nob"))
+	if r.code != 1 || !strings.Contains(r.stderr, "ended before it was ready") || !strings.Contains(r.stderr, "no browser found") || !strings.Contains(r.stderr, filepath.Join(e.out, "nob", "session.log")) {
+		t.Fatalf("open without a browser: exit %d, %s", r.code, r.stderr)
+	}
+	if p := e.paths("nob"); !gone(p.Socket) || !gone(p.Meta) {
+		t.Fatal("a session that failed to start left its socket or meta file")
+	}
+
 	cases := []struct {
 		args []string
 		code int
@@ -488,7 +505,7 @@ func TestShellRefusals(t *testing.T) {
 			t.Errorf("%v: exit %d (want %d), stderr:\n%s\nwant it to contain %q", c.args, r.code, c.code, r.stderr, c.want)
 		}
 	}
-	r := e.run("state", "--json")
+	r = e.run("state", "--json")
 	var res shellResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 3 || res.OK || res.Code != "not_running" || res.ExitCode != 3 {
 		t.Fatalf("state --json without a session: exit %d, %v\n%s", r.code, err, r.stdout)
