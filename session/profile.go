@@ -1,7 +1,10 @@
 package session
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -33,6 +36,20 @@ type Profile struct {
 	// /json/version). A browser the session connected to is never killed;
 	// Stop detaches and leaves the tabs it did not create as they were.
 	CDPURL string
+	// ConnectTab says which tab a session connected to a running browser
+	// (CDPURL) works in. ConnectTabActive ("active", the default with a
+	// CDPURL) takes over the tab the user is on: the page visible in the
+	// browser window (the focused window's when several show one, else the
+	// most recently active), skipping browser pages (chrome://,
+	// devtools://, extension pages) unless nothing else is open. That tab
+	// keeps its own viewport and is never closed by Stop. When the URL
+	// policy concealed it (it shows a refused page), the session opens a
+	// tab of its own instead and logs why. ConnectTabNew ("new") always
+	// opens a tab of its own, focuses it, and leaves the user's tabs as
+	// they were; Stop closes it. Ignored when the session launches the
+	// browser. Start fails with an error wrapping ErrUnknownConnectTab for
+	// any other value (case and surrounding spaces do not matter).
+	ConnectTab string
 	// StallTimeout is how long the connection may stay silent, probes
 	// unanswered, before the session treats it as lost (a hung browser or a
 	// black-holed network; see cdp.WithKeepalive). Default
@@ -104,6 +121,16 @@ type Profile struct {
 	// events.ErrUnknownKind or events.ErrBadTimeout otherwise.
 	EventTimeouts map[string]time.Duration
 }
+
+// Values of Profile.ConnectTab.
+const (
+	ConnectTabActive = "active"
+	ConnectTabNew    = "new"
+)
+
+// ErrUnknownConnectTab is wrapped by Start's error when Profile.ConnectTab
+// is neither ConnectTabActive nor ConnectTabNew.
+var ErrUnknownConnectTab = errors.New("session: unknown Profile.ConnectTab")
 
 // StopBudgets bound the phases of Stop, each on its own, so that a handler
 // or a watchdog that ignores cancellation cannot make Stop hang: what does
@@ -178,5 +205,18 @@ func (p Profile) withDefaults() Profile {
 	if p.ReconnectGrace <= 0 {
 		p.ReconnectGrace = DefaultReconnectGrace
 	}
+	p.ConnectTab = strings.ToLower(strings.TrimSpace(p.ConnectTab))
+	if p.ConnectTab == "" && p.CDPURL != "" {
+		p.ConnectTab = ConnectTabActive
+	}
 	return p
+}
+
+// checkConnectTab validates Profile.ConnectTab (defaults applied).
+func (p Profile) checkConnectTab() error {
+	switch p.ConnectTab {
+	case "", ConnectTabActive, ConnectTabNew:
+		return nil
+	}
+	return fmt.Errorf("%w %q (want %q or %q)", ErrUnknownConnectTab, p.ConnectTab, ConnectTabActive, ConnectTabNew)
 }

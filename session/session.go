@@ -237,6 +237,9 @@ func (s *Session) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("session: Profile.EventTimeouts: %w", err)
 	}
+	if err := s.profile.checkConnectTab(); err != nil {
+		return err
+	}
 	b := bus.New(append([]bus.Option{timeouts}, s.busOpts...)...)
 	for _, fn := range s.busHooks {
 		fn(b)
@@ -381,7 +384,9 @@ func (s *Session) discover(ctx context.Context, conn *cdp.Conn) error {
 }
 
 // adoptTabs waits until the existing pages are attached, opens one when the
-// browser has none, and focuses the first.
+// browser has none, and focuses one: in a browser the session launched, the
+// first; in a browser it connected to, the tab Profile.ConnectTab names
+// (see chooseConnectTab).
 func (s *Session) adoptTabs(ctx context.Context) error {
 	infos, err := cdpproto.Call(ctx, s.conn.Browser(), target.GetTargets, target.GetTargetsParams{})
 	if err != nil {
@@ -392,6 +397,20 @@ func (s *Session) adoptTabs(ctx context.Context) error {
 		if ti.Type == "page" {
 			pages = append(pages, ti.TargetID)
 		}
+	}
+	s.mu.Lock()
+	remote := s.browser == nil
+	s.mu.Unlock()
+	if len(pages) == 0 && remote {
+		// A connected browser without a tab: work in one of our own.
+		id, err := s.openTab(ctx)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.focus = id
+		s.mu.Unlock()
+		return nil
 	}
 	if len(pages) == 0 {
 		id, err := s.conn.CreateTarget(ctx, "about:blank")
@@ -418,26 +437,59 @@ func (s *Session) adoptTabs(ctx context.Context) error {
 		}
 		ready = append(ready, id)
 	}
-	if len(ready) == 0 {
+	if len(ready) == 0 && !remote {
 		return fmt.Errorf("session: no tab attached: %w", firstErr)
 	}
 	s.mu.Lock()
-	if s.focus == "" {
+	if s.focus == "" && len(ready) > 0 {
 		s.focus = ready[0]
 	}
-	if s.browser == nil {
-		// Connected to someone's browser: work in a tab of our own and leave
-		// theirs as they are.
-		s.mu.Unlock()
-		id, err := s.openTab(ctx)
-		if err != nil {
-			return err
-		}
-		s.mu.Lock()
-		s.focus = id
+	s.mu.Unlock()
+	if !remote {
+		return nil
 	}
+	if len(ready) == 0 {
+		// None of the user's tabs attached in time (crashed, or hung):
+		// work in a tab of our own rather than fail.
+		s.log.Info("session: no tab of the browser attached; working in a new tab", zap.Error(firstErr))
+	}
+	id, err := s.chooseConnectTab(ctx, ready)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.focus = id
 	s.mu.Unlock()
 	return nil
+}
+
+// chooseConnectTab returns the tab to work in when the session connected
+// to someone's browser: the user's active tab (Profile.ConnectTab
+// "active"), or a tab of our own ("new", or an active tab the URL policy
+// concealed).
+func (s *Session) chooseConnectTab(ctx context.Context, ready []target.ID) (target.ID, error) {
+	if s.profile.ConnectTab == ConnectTabActive && len(ready) > 0 {
+		pick := s.activeTab(ctx, ready)
+		note := s.Concealed(string(pick.id))
+		if note == "" {
+			s.log.Info("session: working in the browser's active tab",
+				zap.String("target", string(pick.id)), zap.String("url", s.tabURL(pick.id)), zap.String("found_by", pick.by))
+			if !pick.visible {
+				// Not in front (no tab reported itself visible): bring it
+				// there, as switching tabs does, so that it is painted.
+				if err := s.conn.ActivateTarget(ctx, pick.id); err != nil {
+					s.log.Debug("activating the adopted tab", zap.String("target", string(pick.id)), zap.Error(err))
+				}
+			}
+			return pick.id, nil
+		}
+		// Its content must not reach the model, and it is not ours to
+		// navigate away: work in a tab of our own beside it.
+		s.log.Info("session: the browser's active tab shows a page the URL policy refuses; working in a new tab instead",
+			zap.String("target", string(pick.id)), zap.String("note", note))
+	}
+	// Work in a tab of our own and leave the user's as they are.
+	return s.openTab(ctx)
 }
 
 // onAttach prepares every auto-attached target while it is paused. Commands

@@ -2,14 +2,24 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	cdpproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
+	"go.uber.org/zap"
 
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
 )
 
 // Tabs returns the open tabs in the order they were opened.
@@ -208,4 +218,248 @@ func (s *Session) RefreshTabs(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// tabPick is the tab activeTab chose, and what decided it.
+type tabPick struct {
+	id      target.ID
+	visible bool   // the page reported itself visible: it is in front
+	by      string // what decided, for the log
+}
+
+// activeProbeTimeout bounds asking the adopted pages whether they are
+// visible, and reading /json/list: a page whose main thread is busy, or
+// that shows a dialog, does not answer, and must not hold Start.
+const activeProbeTimeout = 2 * time.Second
+
+// activeTab finds the tab the user is on among the attached pages ids
+// (none closed; at least one). CDP has no "active tab": what tells it is
+// the page's own document.visibilityState. Measured on Chromium 156
+// headless: exactly one tab is "visible", the one in front (opened in the
+// foreground, or moved there by Target.activateTarget), the others
+// "hidden"; document.hasFocus() is true only after an activation, and
+// Target.getTargets lists tabs in no useful order. A headful window shows
+// one tab the same way (not measured: no display here). Several visible
+// tabs (several windows) are told apart by document.hasFocus() (the
+// focused window's, if the browser has the keyboard focus), then by the
+// order of the browser's /json/list (most recently activated or opened
+// first — a tab opened in the background comes first too, so the list
+// alone would be wrong). Tabs that answer nothing in time count as
+// hidden. Browser pages (settings, DevTools, extensions) are chosen only
+// when nothing else is open.
+func (s *Session) activeTab(ctx context.Context, ids []target.ID) tabPick {
+	var web, other []target.ID
+	for _, id := range ids {
+		if webPage(s.tabURL(id)) {
+			web = append(web, id)
+		} else {
+			other = append(other, id)
+		}
+	}
+	cands := web
+	if len(cands) == 0 {
+		cands = other
+	}
+	probes := s.probeTabs(ctx, cands)
+	var visible, focused []target.ID
+	for _, id := range cands {
+		if p := probes[id]; p.Visible {
+			visible = append(visible, id)
+			if p.Focused {
+				focused = append(focused, id)
+			}
+		}
+	}
+	if len(visible) == 1 {
+		return tabPick{id: visible[0], visible: true, by: "visibility"}
+	}
+	if len(focused) == 1 {
+		return tabPick{id: focused[0], visible: true, by: "visibility and focus"}
+	}
+	pool := visible
+	if len(pool) == 0 {
+		pool = cands
+	}
+	if len(pool) == 1 {
+		return tabPick{id: pool[0], visible: len(visible) > 0, by: "only candidate"}
+	}
+	if rank := s.recentTabs(ctx); len(rank) > 0 {
+		best, bestRank := target.ID(""), len(rank)
+		for _, id := range pool {
+			if r, ok := rank[id]; ok && r < bestRank {
+				best, bestRank = id, r
+			}
+		}
+		if best != "" {
+			return tabPick{id: best, visible: len(visible) > 0, by: "most recently active (/json/list)"}
+		}
+	}
+	return tabPick{id: pool[0], visible: len(visible) > 0, by: "first listed"}
+}
+
+// tabProbe is what a page says of itself.
+type tabProbe struct {
+	Visible, Focused bool
+}
+
+// probeTabs asks each page, in parallel and within activeProbeTimeout,
+// whether it is visible and focused. It reads them in an isolated world of
+// its own, so that a page cannot pass itself off as the active one by
+// redefining document.visibilityState. Pages that do not answer are left
+// out.
+func (s *Session) probeTabs(ctx context.Context, ids []target.ID) map[target.ID]tabProbe {
+	pctx, cancel := context.WithTimeout(ctx, activeProbeTimeout)
+	defer cancel()
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		out = map[target.ID]tabProbe{}
+	)
+	for _, id := range ids {
+		cs, err := s.PageSession(string(id))
+		if err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, err := probeTab(pctx, cs, id)
+			if err != nil {
+				s.log.Debug("session: asking a tab whether it is visible", zap.String("target", string(id)), zap.Error(err))
+				return
+			}
+			mu.Lock()
+			out[id] = p
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func probeTab(ctx context.Context, cs *cdp.Session, id target.ID) (tabProbe, error) {
+	// A page target's main frame has the target's id.
+	w, err := cdpproto.Call(ctx, cs, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{
+		FrameID: cdpproto.FrameID(id), WorldName: "browseragent-active-tab",
+	})
+	if err != nil {
+		return tabProbe{}, err
+	}
+	res, err := cdpproto.Call(ctx, cs, runtime.Evaluate, runtime.EvaluateParams{
+		Expression:    `[document.visibilityState, document.hasFocus()]`,
+		ContextID:     w.ExecutionContextID,
+		ReturnByValue: pagejs.Ptr(true),
+	})
+	if err != nil {
+		return tabProbe{}, err
+	}
+	var v []any
+	if err := pagejs.Decode(res.Result, res.ExceptionDetails, &v); err != nil {
+		return tabProbe{}, err
+	}
+	if len(v) != 2 {
+		return tabProbe{}, fmt.Errorf("unexpected answer %v", v)
+	}
+	vis, _ := v[0].(string)
+	foc, _ := v[1].(bool)
+	return tabProbe{Visible: vis == "visible", Focused: foc}, nil
+}
+
+// recentTabs reads the browser's /json/list, which lists the tabs most
+// recently active (or opened) first, and returns each page's position. It
+// returns nil when the endpoint has no such list (a hosted browser may not
+// serve it) or does not answer within activeProbeTimeout.
+func (s *Session) recentTabs(ctx context.Context) map[target.ID]int {
+	list, ok := jsonListURL(s.profile.CDPURL)
+	if !ok {
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, activeProbeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(lctx, http.MethodGet, list, nil)
+	if err != nil {
+		return nil
+	}
+	for k, vs := range s.profile.CDPHeaders {
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		s.log.Debug("session: reading /json/list", zap.Error(err))
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		s.log.Debug("session: reading /json/list", zap.String("status", resp.Status))
+		return nil
+	}
+	var entries []struct {
+		ID   string `json:"id"`
+		Type string `json:"type"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&entries); err != nil {
+		s.log.Debug("session: decoding /json/list", zap.Error(err))
+		return nil
+	}
+	rank := map[target.ID]int{}
+	for _, e := range entries {
+		if e.Type == "page" {
+			if _, dup := rank[target.ID(e.ID)]; !dup {
+				rank[target.ID(e.ID)] = len(rank)
+			}
+		}
+	}
+	return rank
+}
+
+// jsonListURL returns the /json/list address of a CDP endpoint: beside
+// /json/version for http(s)://host:port[/prefix], on the same host for a
+// ws(s):// browser endpoint (query parameters, such as tokens, are kept).
+func jsonListURL(endpoint string) (string, bool) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return "", false
+	}
+	switch u.Scheme {
+	case "ws":
+		u.Scheme, u.Path = "http", ""
+	case "wss":
+		u.Scheme, u.Path = "https", ""
+	case "http", "https":
+		u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/json/version")
+	default:
+		return "", false
+	}
+	u.Path += "/json/list"
+	u.RawPath, u.Fragment = "", ""
+	return u.String(), true
+}
+
+// webPage reports whether a tab shows a web page (or a blank or new tab
+// page) rather than a page of the browser itself: settings, DevTools, an
+// extension's page.
+func webPage(u string) bool {
+	l := strings.ToLower(u)
+	if l == "" || strings.HasPrefix(l, "about:blank") || l == "about:srcdoc" || newTabPages[l] {
+		return true
+	}
+	scheme, _, ok := strings.Cut(l, ":")
+	if !ok {
+		return false
+	}
+	switch scheme {
+	case "http", "https", "file", "data", "blob":
+		return true
+	}
+	return false
+}
+
+// newTabPages are the browser's new tab pages: a user on one is about to go
+// somewhere, so the agent may take the tab there.
+var newTabPages = map[string]bool{
+	"chrome://newtab/":                         true,
+	"chrome://new-tab-page/":                   true,
+	"chrome-search://local-ntp/local-ntp.html": true,
 }

@@ -17,6 +17,7 @@ import (
 type browserFlags struct {
 	headful    bool
 	cdpURL     string
+	newTab     bool
 	chrome     string
 	allowed    string
 	prohibited string
@@ -27,7 +28,8 @@ type browserFlags struct {
 
 func (f *browserFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.headful, "headful", false, "show the browser window")
-	fs.StringVar(&f.cdpURL, "cdp-url", "", "connect to a running browser (ws://... or http://host:port) instead of launching one")
+	fs.StringVar(&f.cdpURL, "cdp-url", "", "connect to a running browser (ws://... or http://host:port) instead of launching one; the agent takes over the tab you are on")
+	fs.BoolVar(&f.newTab, "new-tab", false, "with --cdp-url, work in a new tab and leave the user's tabs untouched")
 	fs.StringVar(&f.chrome, "chrome", "", "browser executable (default: $BROWSERAGENT_CHROME, then chromium on PATH)")
 	fs.StringVar(&f.allowed, "allowed-domains", "", "comma-separated domain patterns pages may load from (default: any)")
 	fs.StringVar(&f.prohibited, "prohibited-domains", "", "comma-separated domain patterns pages may never load from")
@@ -37,9 +39,14 @@ func (f *browserFlags) register(fs *flag.FlagSet) {
 }
 
 func (f *browserFlags) profile() session.Profile {
+	connectTab := ""
+	if f.newTab {
+		connectTab = session.ConnectTabNew
+	}
 	return session.Profile{
 		Headful:           f.headful,
 		CDPURL:            f.cdpURL,
+		ConnectTab:        connectTab,
 		ExecutablePath:    f.chrome,
 		AllowedDomains:    splitList(f.allowed),
 		ProhibitedDomains: splitList(f.prohibited),
@@ -61,6 +68,11 @@ func splitList(s string) []string {
 // startSession starts a session with the default watchdogs and explains the
 // usual failures (no browser, unreachable endpoint) in words.
 func startSession(ctx context.Context, f *browserFlags, opts ...session.Option) (*session.Session, error) {
+	if f.newTab && f.cdpURL == "" {
+		// A launched browser has no tab of the user's to leave alone: the
+		// flag would do nothing, which is likely not what was meant.
+		return nil, usagef("--new-tab needs --cdp-url: it keeps the agent out of the tabs of a browser you connect to; a browser it launches is its own")
+	}
 	s := watchdogs.NewSession(f.profile(), opts...)
 	sctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
