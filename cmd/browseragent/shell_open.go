@@ -294,7 +294,7 @@ func runSessions(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		for _, in := range r.Sessions {
 			idle, url := in.Idle.Round(time.Second).String(), in.URL
 			if in.Version == 0 {
-				idle, url = "-", "(starting)"
+				idle, url = "-", "(starting or stopping)"
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", in.Name, in.PID, idle, url)
 		}
