@@ -76,7 +76,14 @@ func (e *shellEnv) open(name, url string, flags ...string) (cliResult, control.M
 	r := e.run(args...)
 	m, merr := e.paths(name).ReadMeta()
 	if merr == nil {
-		e.t.Cleanup(func() { e.end(name, m.PID) })
+		e.t.Cleanup(func() {
+			e.end(name, m.PID)
+			// The background process is this test binary: under -race its
+			// reports go to its log.
+			if log, err := os.ReadFile(m.Log); err == nil && bytes.Contains(log, []byte("DATA RACE")) {
+				e.t.Errorf("session %s: a data race in the background process:\n%s", name, log)
+			}
+		})
 	}
 	if r.code != 0 || merr != nil {
 		e.t.Fatalf("open: exit %d (meta: %v)\nstdout:\n%s\nstderr:\n%s", r.code, merr, r.stdout, r.stderr)
@@ -516,3 +523,39 @@ func TestShellRefusals(t *testing.T) {
 	}
 }
 
+// TestShellSessionsShareABrowser: two sessions connected to one browser
+// (--cdp-url) each work in a tab of their own: the second one is given a
+// new tab even without --new-tab, so neither takes the other's page.
+func TestShellSessionsShareABrowser(t *testing.T) {
+	env := testbrowser.Start(t)
+	e := newShellEnv(t)
+	cdp := env.Browser.WebSocketURL()
+	// The first keeps out of the other tests' tabs of the shared browser.
+	e.open("one", env.URL("/agent-form.html"), "--cdp-url", cdp, "--new-tab")
+	r, _ := e.open("two", env.URL("/other.html"), "--cdp-url", cdp)
+	if !strings.Contains(r.stderr, `session "one" uses this browser already: session "two" works in a new tab of its own`) {
+		t.Fatalf("open two: %s", r.stderr)
+	}
+	one, two := e.state("one"), e.state("two")
+	if one.State.FocusedTarget == two.State.FocusedTarget {
+		t.Fatal("both sessions work in one tab")
+	}
+	if !strings.Contains(one.URL, "agent-form.html") || !strings.Contains(two.URL, "other.html") {
+		t.Fatalf("one on %s, two on %s", one.URL, two.URL)
+	}
+	// What one session does leaves the other's page alone.
+	e.must("navigate", env.URL("/links.html"), "--session", "two")
+	if one = e.state("one"); !strings.Contains(one.URL, "agent-form.html") {
+		t.Fatalf("one moved to %s with two", one.URL)
+	}
+	e.must("type", indexOf(t, one.State, "placeholder", "Full name"), "Ada", "--session", "one")
+	if two = e.state("two"); !strings.Contains(two.URL, "links.html") {
+		t.Fatalf("two is on %s", two.URL)
+	}
+	e.must("close", "--session", "two")
+	e.must("close", "--session", "one")
+	// The shared browser still runs: closing a connected session leaves it.
+	if env.Conn.Err() != nil {
+		t.Fatalf("the shared browser's connection broke: %v", env.Conn.Err())
+	}
+}
