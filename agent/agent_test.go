@@ -33,7 +33,7 @@ func newSession(t *testing.T) (*testbrowser.Env, *session.Session) {
 		dom.New(dom.Config{}),
 		screenshot.New(screenshot.Config{}),
 	)}
-	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, opts...)
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew}, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := s.Start(ctx); err != nil {

@@ -50,7 +50,7 @@ func TestFailedActionEvidenceReachesTraceAndReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()},
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew},
 		session.WithWatchdogs(actions.New(actions.Config{}), dom.New(dom.Config{})),
 		session.WithBusHook(tw.ObserveBus))
 	if err := s.Start(ctx); err != nil {

@@ -70,7 +70,7 @@ func Example_customWatchdog() {
 	defer cancel()
 
 	audit := &auditWatchdog{forbidden: "admin"}
-	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, session.WithWatchdogs(audit))
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew}, session.WithWatchdogs(audit))
 	if err := s.Start(ctx); err != nil {
 		fmt.Println(err)
 		return

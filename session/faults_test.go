@@ -69,7 +69,7 @@ func TestReady(t *testing.T) {
 
 	env := testbrowser.Start(t)
 	p := testbrowser.NewProxy(t, hostOf(t, env.Browser.WebSocketURL()))
-	s2 := session.New(session.Profile{CDPURL: p.Through(env.Browser.WebSocketURL()), ReconnectGrace: 300 * time.Millisecond})
+	s2 := session.New(session.Profile{CDPURL: p.Through(env.Browser.WebSocketURL()), ConnectTab: session.ConnectTabNew, ReconnectGrace: 300 * time.Millisecond})
 	if err := s2.Start(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}

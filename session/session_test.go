@@ -37,6 +37,9 @@ func start(t *testing.T, p session.Profile, opts ...session.Option) (*session.Se
 	if p.CDPURL == "" {
 		p.CDPURL = env.Browser.WebSocketURL()
 	}
+	if p.ConnectTab == "" {
+		p.ConnectTab = session.ConnectTabNew // the shared browser's tabs belong to no test
+	}
 	s := session.New(p, opts...)
 	if err := s.Start(ctxT(t)); err != nil {
 		t.Fatalf("Start: %v", err)
@@ -107,7 +110,7 @@ func TestStartTwice(t *testing.T) {
 func TestConnectedStopLeavesBrowserAndForeignTabs(t *testing.T) {
 	env := testbrowser.Start(t)
 	foreign := env.NewPage(t, "/other.html") // a tab the session did not create
-	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()})
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew})
 	if err := s.Start(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +420,7 @@ func TestNavigateWaitUntilAndTimeout(t *testing.T) {
 
 func TestBadEventTimeoutsFailStart(t *testing.T) {
 	env := testbrowser.Start(t)
-	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), EventTimeouts: map[string]time.Duration{"ClickElemnt": time.Second}})
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew, EventTimeouts: map[string]time.Duration{"ClickElemnt": time.Second}})
 	err := s.Start(ctxT(t))
 	if !errors.Is(err, events.ErrUnknownKind) || !strings.Contains(err.Error(), "ClickElemnt") {
 		t.Fatalf("Start with a misspelt timeout = %v, want ErrUnknownKind naming it", err)
@@ -437,7 +440,7 @@ func TestStopReportsBrowserStopped(t *testing.T) {
 		})
 		return err
 	})
-	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, session.WithWatchdogs(w))
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew}, session.WithWatchdogs(w))
 	if err := s.Start(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func TestDemoJSON(t *testing.T) {
 
 func TestStateOnFixturePage(t *testing.T) {
 	env := testbrowser.Start(t)
-	r := cli(t, nil, "state", "--cdp-url", env.Browser.WebSocketURL(), env.URL("/form.html"))
+	r := cli(t, nil, "state", "--cdp-url", env.Browser.WebSocketURL(), "--new-tab", env.URL("/form.html"))
 	if r.code != 0 {
 		t.Fatalf("state exit %d: %s", r.code, r.stderr)
 	}
@@ -137,7 +137,7 @@ func TestStateOnFixturePage(t *testing.T) {
 	if strings.Contains(r.stdout, "hunter2") {
 		t.Fatal("a password value reached the state output")
 	}
-	js := cli(t, nil, "state", "--json", "--cdp-url", env.Browser.WebSocketURL(), env.URL("/form.html"))
+	js := cli(t, nil, "state", "--json", "--cdp-url", env.Browser.WebSocketURL(), "--new-tab", env.URL("/form.html"))
 	var st struct {
 		URL      string
 		Elements map[string]any
@@ -221,7 +221,7 @@ func TestDemoRecordsAndExportsOpenTelemetry(t *testing.T) {
 func TestStatePrintsRefusals(t *testing.T) {
 	env := testbrowser.Start(t)
 	refused := strings.TrimPrefix(env.Server.URL2, "http://")
-	r := cli(t, nil, "state", "--cdp-url", env.Browser.WebSocketURL(), "--prohibited-domains", refused, env.URL("/iframes.html"))
+	r := cli(t, nil, "state", "--cdp-url", env.Browser.WebSocketURL(), "--new-tab", "--prohibited-domains", refused, env.URL("/iframes.html"))
 	if r.code != 0 {
 		t.Fatalf("state exit %d: %s", r.code, r.stderr)
 	}

@@ -254,7 +254,7 @@ func TestWebsocketDropReconnects(t *testing.T) {
 	temps := chromiumTemps(t)
 	b, p, endpoint := launchBehindProxy(t)
 	o := ownedBy(t, b, temps)
-	s := startSession(t, session.Profile{CDPURL: endpoint})
+	s := startSession(t, session.Profile{CDPURL: endpoint, ConnectTab: session.ConnectTabNew})
 	var reconnects sync.WaitGroup
 	reconnects.Add(1)
 	var once sync.Once
@@ -303,7 +303,7 @@ func TestStallEndsTheRun(t *testing.T) {
 	temps := chromiumTemps(t)
 	b, p, endpoint := launchBehindProxy(t)
 	o := ownedBy(t, b, temps)
-	s := startSession(t, session.Profile{CDPURL: endpoint, StallTimeout: 4 * time.Second},
+	s := startSession(t, session.Profile{CDPURL: endpoint, ConnectTab: session.ConnectTabNew, StallTimeout: 4 * time.Second},
 		session.WithWatchdogs(crash.New(crash.Config{ReconnectAttempts: -1})))
 	model := scripted.New([]scripted.Step{
 		{Actions: []scripted.Action{{Name: "click", Label: "Hello"}}},

@@ -112,6 +112,9 @@ func Connect(t testing.TB, p session.Profile, ws ...session.Watchdog) (*session.
 	if p.CDPURL == "" {
 		p.CDPURL = env.Browser.WebSocketURL()
 	}
+	if p.ConnectTab == "" {
+		p.ConnectTab = session.ConnectTabNew // the shared browser's tabs belong to no test
+	}
 	s, rec, ctx := start(t, p, ws)
 	return s, env, rec, ctx
 }

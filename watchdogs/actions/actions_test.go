@@ -39,7 +39,7 @@ func start(t testing.TB, path string, cfg Config) *harness {
 	env := testbrowser.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, session.WithWatchdogs(New(cfg)))
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew}, session.WithWatchdogs(New(cfg)))
 	if err := s.Start(ctx); err != nil {
 		t.Fatalf("session start: %v", err)
 	}

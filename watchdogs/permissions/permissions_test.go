@@ -68,7 +68,7 @@ func TestPermissionsOrigin(t *testing.T) {
 func TestPermissionsUnknownName(t *testing.T) {
 	env := testbrowser.Start(t)
 	ctx := wdtest.Ctx(t)
-	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), Permissions: []string{"notifications", "clipboard-read"}},
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew, Permissions: []string{"notifications", "clipboard-read"}},
 		session.WithWatchdogs(New(Config{})))
 	err := s.Start(ctx)
 	if err == nil {

@@ -294,7 +294,7 @@ func TestRecordingConfigErrors(t *testing.T) {
 		{Config{Dir: t.TempDir(), Quality: 101}, "Quality 101"},
 		{Config{Dir: t.TempDir(), MaxFrames: -1}, "MaxFrames -1"},
 	} {
-		s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL()}, session.WithWatchdogs(New(tc.cfg)))
+		s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew}, session.WithWatchdogs(New(tc.cfg)))
 		err := s.Start(ctx)
 		if err == nil {
 			s.Stop(ctx)

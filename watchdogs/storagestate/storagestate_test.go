@@ -146,7 +146,7 @@ func TestStorageStateMalformedFileFailsStart(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), StorageStatePath: path},
+			s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew, StorageStatePath: path},
 				session.WithWatchdogs(New(Config{})))
 			err := s.Start(ctx)
 			if err == nil {
