@@ -172,6 +172,9 @@ func (of *openFlags) start(ctx context.Context, fs *flag.FlagSet, p control.Path
 	argv := append([]string{serveCommand}, flagArgs...)
 	argv = append(argv, "--session", p.Name, "--out", out, "--log", logPath, "--ready-fd", "3")
 	pid, err := spawnSession(exe, argv, logPath, of.drive.browser.timeout+30*time.Second)
+	if errors.Is(err, errSessionBusy) && of.drive.outDir == "" {
+		os.RemoveAll(out) // ours, and holding only the loser's log line
+	}
 	if err != nil {
 		return err
 	}
