@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -415,5 +416,42 @@ func TestConnectWithNoUsableTabOpensOne(t *testing.T) {
 	}
 	if _, open := tabs[crashed]; !open {
 		t.Error("Stop closed the user's crashed tab")
+	}
+}
+
+// A refused tab that another of the user's tabs opened (it has an opener)
+// is the user's like any other: concealed at connect, and not driven.
+func TestConnectConcealsARefusedTabWithAnOpener(t *testing.T) {
+	u := newUserBrowser(t)
+	opener := u.open(t, "/index.html")
+	refusedURL := u.env.Server.URL2 + "/other.html"
+	before := u.tabs(t)
+	var ignored any
+	if err := testbrowser.Eval(u.pages[opener], `void window.open(`+strconv.Quote(refusedURL)+`)`, &ignored); err != nil {
+		t.Fatal(err)
+	}
+	var popup target.ID
+	poll(t, "the popup loaded", func() bool {
+		for id, url := range u.tabs(t) {
+			if _, old := before[id]; !old && url == refusedURL {
+				popup = id
+				return true
+			}
+		}
+		return false
+	})
+	cs, err := u.conn.AttachToTarget(ctxT(t), popup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.pages[popup] = cs
+	u.activate(t, popup)
+
+	s := u.connect(t, session.Profile{ProhibitedDomains: []string{"localhost"}}, session.WithWatchdogs(security.New(security.Config{})))
+	if s.Concealed(string(popup)) == "" {
+		t.Fatal("the refused tab with an opener is not concealed")
+	}
+	if focus := target.ID(s.FocusedTab()); focus == popup || focus == opener {
+		t.Fatalf("the session works in the user's tab %s", focus)
 	}
 }

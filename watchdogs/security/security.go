@@ -656,11 +656,16 @@ func tabOf(cs *cdp.Session) string {
 // when it commits an allowed URL.
 func (w *Watchdog) checkAdopted(ctx context.Context, at session.AttachedTarget) {
 	u := at.URL
-	if u == "" || at.OpenerID != "" || blankPages[strings.ToLower(u)] || strings.HasPrefix(u, "chrome-error:") {
-		return // a new tab or a popup, judged when it loads
+	if u == "" || blankPages[strings.ToLower(u)] || strings.HasPrefix(u, "chrome-error:") {
+		return // a new tab, judged when it loads
 	}
 	s := w.session()
 	if s == nil {
+		return
+	}
+	if at.OpenerID != "" && s.Running() {
+		// A popup of the session's tabs, judged when it loads. One found
+		// at connect is the user's, and judged now like any other tab.
 		return
 	}
 	tid := string(at.Session.TargetID())
