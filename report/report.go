@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/browseragent/browseragent/events"
@@ -31,18 +32,22 @@ import (
 //go:embed report.html.tmpl
 var files embed.FS
 
-var page = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
-	"ms":   func(v float64) string { return fmt.Sprintf("%.0f ms", v) },
-	"secs": func(v float64) string { return fmt.Sprintf("%.1f s", v/1000) },
-	"join": strings.Join,
-	"json": func(v json.RawMessage) string {
-		var b bytes.Buffer
-		if json.Indent(&b, v, "", "  ") != nil {
-			return string(v)
-		}
-		return b.String()
-	},
-}).ParseFS(files, "report.html.tmpl"))
+// page is parsed on first use, not at init: the command line links this
+// package, and every short command (a shell step) would pay for the parse.
+var page = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
+		"ms":   func(v float64) string { return fmt.Sprintf("%.0f ms", v) },
+		"secs": func(v float64) string { return fmt.Sprintf("%.1f s", v/1000) },
+		"join": strings.Join,
+		"json": func(v json.RawMessage) string {
+			var b bytes.Buffer
+			if json.Indent(&b, v, "", "  ") != nil {
+				return string(v)
+			}
+			return b.String()
+		},
+	}).ParseFS(files, "report.html.tmpl"))
+})
 
 // Data is what the template renders; exported so that callers can render
 // their own templates from a trace.
@@ -285,7 +290,7 @@ func embedShot(dir string, st trace.Step) Step {
 
 // Render writes the HTML report of d.
 func Render(w io.Writer, d *Data) error {
-	return page.Execute(w, d)
+	return page().Execute(w, d)
 }
 
 // WriteFile renders the trace at tracePath into an HTML file at out.
