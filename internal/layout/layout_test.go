@@ -68,7 +68,7 @@ func watchdogPackage(path string) (name string, ok bool) {
 }
 
 func TestLayoutRules(t *testing.T) {
-	var watchdogs, agentPkgs int
+	var watchdogs, agentPkgs, drivers int
 	for _, p := range list(t) {
 		if self, ok := watchdogPackage(p.ImportPath); ok {
 			watchdogs++
@@ -77,6 +77,16 @@ func TestLayoutRules(t *testing.T) {
 			for _, imp := range concat(p.Imports, p.TestImports, p.XTestImports) {
 				if other, ok := watchdogPackage(imp); ok && other != self {
 					t.Errorf("%s imports another watchdog package, %s: watchdogs talk through events", p.ImportPath, imp)
+				}
+			}
+		}
+		if p.ImportPath == module+"/mcpserver" || p.ImportPath == module+"/control" {
+			drivers++
+			// Other programs drive the browser through an agent.Driver, so
+			// that the approver, secrets and trace apply to every call.
+			for _, imp := range p.Imports {
+				if strings.HasPrefix(imp, "github.com/chromedp/cdproto") || imp == module+"/cdp" || strings.HasPrefix(imp, module+"/watchdogs") {
+					t.Errorf("%s imports %s: it drives the browser through agent.Driver only", p.ImportPath, imp)
 				}
 			}
 		}
@@ -91,8 +101,8 @@ func TestLayoutRules(t *testing.T) {
 			}
 		}
 	}
-	if watchdogs < 10 || agentPkgs < 2 {
-		t.Fatalf("found %d watchdog packages and %d agent packages: the test checks nothing", watchdogs, agentPkgs)
+	if watchdogs < 10 || agentPkgs < 2 || drivers != 2 {
+		t.Fatalf("found %d watchdog packages, %d agent packages and %d driver packages: the test checks nothing", watchdogs, agentPkgs, drivers)
 	}
 }
 
