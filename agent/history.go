@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/browseragent/browseragent/agent/llm"
@@ -24,6 +25,24 @@ type ActionRecord struct {
 	Duration time.Duration  `json:"duration_ns"`
 	// Denied reports that the Approver refused the action: it did not run.
 	Denied bool `json:"denied,omitempty"`
+}
+
+// Text words the record as its caller reads it (a tool result): the
+// result line, the error when it failed, and what the action returned to
+// be read once.
+func (r ActionRecord) Text() string {
+	var b strings.Builder
+	b.WriteString(r.Result.Text)
+	if r.Error != "" {
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString("Error: " + r.Error)
+	}
+	if r.Result.ReadOnce != "" {
+		b.WriteString("\n\n" + r.Result.ReadOnce)
+	}
+	return b.String()
 }
 
 // StateRecord is what the step observed.

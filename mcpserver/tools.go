@@ -99,7 +99,7 @@ func action(name string, params any) handler {
 		if err != nil {
 			return nil, &actionError{rec: rec, err: err}
 		}
-		return text(recordText(rec)), nil
+		return text(rec.Text()), nil
 	}
 }
 
@@ -112,29 +112,12 @@ type actionError struct {
 
 func (e *actionError) Error() string {
 	if e.rec.Error != "" {
-		return recordText(e.rec)
+		return e.rec.Text()
 	}
 	return e.err.Error()
 }
 
 func (e *actionError) Unwrap() error { return e.err }
-
-// recordText words an action record as the client reads it: the result,
-// the error when it failed, and what the action returned to read once.
-func recordText(rec agent.ActionRecord) string {
-	var b strings.Builder
-	b.WriteString(rec.Result.Text)
-	if rec.Error != "" {
-		if b.Len() > 0 {
-			b.WriteString(" ")
-		}
-		b.WriteString("Error: " + rec.Error)
-	}
-	if rec.Result.ReadOnce != "" {
-		b.WriteString("\n\n" + rec.Result.ReadOnce)
-	}
-	return b.String()
-}
 
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}

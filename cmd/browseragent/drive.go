@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/browseragent/browseragent/agent"
@@ -176,21 +175,4 @@ func (d *driven) Close() error {
 		errs = append(errs, fmt.Errorf("report: %w", err))
 	}
 	return errors.Join(errs...)
-}
-
-// recordText words an action record as its caller reads it: the result,
-// and the error when it failed.
-func recordText(rec agent.ActionRecord) string {
-	var b strings.Builder
-	b.WriteString(rec.Result.Text)
-	if rec.Error != "" {
-		if b.Len() > 0 {
-			b.WriteString(" ")
-		}
-		b.WriteString("Error: " + rec.Error)
-	}
-	if rec.Result.ReadOnce != "" {
-		b.WriteString("\n\n" + rec.Result.ReadOnce)
-	}
-	return b.String()
 }
