@@ -45,7 +45,7 @@ type Evidence struct {
 	URL           string
 	FocusedTarget string
 	Fingerprint   string // cheap page fingerprint (mutation counter / DOM hash)
-	TabCount      int
+	TabCount      int    // the session's own tabs (not a connected browser's foreign ones)
 }
 
 // ActionOutcome is carried by every action result: what the action did,

@@ -3,7 +3,10 @@ package events
 // TabCreatedEvent reports a new page target (a tab the session opened, or
 // one the page opened). Emitted by the Session once the tab is attached and
 // prepared; handled by the security watchdog (closes a popup on a refused
-// URL) and the trace.
+// URL) and the trace. In a browser the session connected to, TabCreated
+// and TabClosed also report foreign tabs (the user's, another session's),
+// which the session attaches but does not list: Session.Owns tells them
+// apart.
 type TabCreatedEvent struct {
 	TargetID string
 	URL      string

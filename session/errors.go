@@ -15,6 +15,12 @@ var (
 	ErrNoTab = errors.New("session: no tab")
 	// ErrTabNotFound is returned for a tab id the session does not know.
 	ErrTabNotFound = errors.New("session: tab not found")
+	// ErrForeignTab is returned for a tab of a browser the session
+	// connected to that is not one of its tabs (the user's, another
+	// session's; see Session.Owns): it may not be switched to, closed,
+	// resolved or read. It wraps ErrTabNotFound: to the session's
+	// callers such a tab does not exist.
+	ErrForeignTab error = &wrapped{"session: not one of this session's tabs", ErrTabNotFound}
 	// ErrTabConcealed is returned by [Session.Readable] for a tab the URL
 	// policy concealed: its content must not be read (see ConcealTab).
 	ErrTabConcealed = errors.New("session: tab concealed by the URL policy")
@@ -63,3 +69,13 @@ func (e *NavigationError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrNavigation) hold.
 func (e *NavigationError) Unwrap() error { return ErrNavigation }
+
+// wrapped is a sentinel error with its own message that also matches a
+// more general one.
+type wrapped struct {
+	msg    string
+	parent error
+}
+
+func (e *wrapped) Error() string { return e.msg }
+func (e *wrapped) Unwrap() error { return e.parent }

@@ -59,7 +59,9 @@ func handle[E, R any](b *bus.Bus, k bus.Kind[E, R], h func(context.Context, E) (
 
 func (s *Session) evidence(ctx context.Context) events.Evidence {
 	s.mu.Lock()
-	ev := events.Evidence{FocusedTarget: string(s.focus), TabCount: len(s.tabs)}
+	// Only the session's own tabs count: a tab the user or another session
+	// opens meanwhile is not this action's new tab.
+	ev := events.Evidence{FocusedTarget: string(s.focus), TabCount: len(s.ownTabsLocked())}
 	s.mu.Unlock()
 	if fp, err := s.fingerprintResponsive(ctx, ""); err == nil {
 		ev.URL, ev.Fingerprint = fp.URL, fp.String()
@@ -158,8 +160,8 @@ func (s *Session) onSwitchTab(ctx context.Context, ev events.SwitchTabEvent) (ev
 	var id target.ID
 	if ev.TargetID == "" {
 		s.mu.Lock()
-		if n := len(s.tabOrder); n > 0 {
-			id = s.tabOrder[n-1]
+		if own := s.ownTabsLocked(); len(own) > 0 {
+			id = own[len(own)-1]
 		}
 		s.mu.Unlock()
 		if id == "" {

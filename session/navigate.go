@@ -49,7 +49,8 @@ func sameSite(a, b string) bool {
 }
 
 // openTab creates a blank tab, waits until it is attached and prepared, and
-// returns its id. The tab is the session's: closed on Stop when remote.
+// returns its id. The tab is the session's (see Owns): closed on Stop when
+// remote.
 func (s *Session) openTab(ctx context.Context) (target.ID, error) {
 	conn := s.Conn()
 	if conn == nil {
@@ -61,6 +62,8 @@ func (s *Session) openTab(ctx context.Context) (target.ID, error) {
 	}
 	s.mu.Lock()
 	s.created[id] = true
+	s.own[id] = true // it may have attached already, as foreign: claimed now
+	s.notifyLocked()
 	s.mu.Unlock()
 	wait, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -268,7 +271,7 @@ func sameDocument(a, b string) bool {
 	return ua.String() == ub.String()
 }
 
-// switchTab focuses a tab and brings it to the front.
+// switchTab focuses one of the session's tabs and brings it to the front.
 func (s *Session) switchTab(ctx context.Context, id target.ID) error {
 	s.mu.Lock()
 	t := s.tabs[id]
@@ -276,6 +279,10 @@ func (s *Session) switchTab(ctx context.Context, id target.ID) error {
 	if t == nil {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrTabNotFound, id)
+	}
+	if !s.own[id] {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrForeignTab, id)
 	}
 	changed := s.focus != id
 	if changed && s.focus != "" {

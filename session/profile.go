@@ -49,6 +49,16 @@ type Profile struct {
 	// they were; Stop closes it. Ignored when the session launches the
 	// browser. Start fails with an error wrapping ErrUnknownConnectTab for
 	// any other value (case and surrounding spaces do not matter).
+	//
+	// Either way the session keeps to its own tabs (Session.Owns): the
+	// one it works in, the tabs it opens, and the tabs those open
+	// (popups, target=_blank links). The browser's other tabs — the
+	// user's, those of another session connected to the same browser —
+	// stay attached, so that the URL policy applies to them, but are
+	// foreign: not listed by Session.Tabs nor in observations, refused by
+	// ResolveTab, SwitchTab and CloseTab (ErrForeignTab), never focused,
+	// never counted as an action's new tab. When its last own tab closes,
+	// the session opens a new one.
 	ConnectTab string
 	// StallTimeout is how long the connection may stay silent, probes
 	// unanswered, before the session treats it as lost (a hung browser or a

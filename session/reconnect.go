@@ -23,8 +23,10 @@ var ErrReconnectUnsupported = errors.New("session: cannot reconnect: the launche
 // target tracking and auto-attach so that existing tabs and cross-site
 // iframes are attached again and the target hooks run on them, reports the
 // tabs that did not survive (TabClosed), and restores the focus to the old
-// tab if it still exists, else the newest. The selector map is cleared: its
-// indexes belong to the old connection. The bus, the watchdogs and their
+// tab if it still exists, else the newest of the session's own tabs (a new
+// one when none is left). Which tabs are the session's (Owns) survives: it
+// is kept by target id, and tabs its tabs opened meanwhile are its too.
+// The selector map is cleared: its indexes belong to the old connection. The bus, the watchdogs and their
 // handlers stay as they are; BrowserConnected is not dispatched again.
 //
 // ctx bounds the whole call. Reconnect on a healthy connection is a no-op.
@@ -115,10 +117,10 @@ func (s *Session) Reconnect(ctx context.Context) error {
 		}
 	}
 	focus := oldFocus
-	if !alive[focus] {
+	if !alive[focus] || !s.own[focus] {
 		focus = ""
-		if n := len(s.tabOrder); n > 0 {
-			focus = s.tabOrder[n-1]
+		if own := s.ownTabsLocked(); len(own) > 0 {
+			focus = own[len(own)-1]
 		}
 	}
 	s.focus = focus
@@ -147,8 +149,9 @@ func (s *Session) Reconnect(ctx context.Context) error {
 }
 
 // Ready waits until the session can take events. It returns nil at once
-// when the browser is connected and no Reconnect is attaching its tabs
-// again. While the connection is lost it waits: for
+// when the browser is connected, no Reconnect is attaching its tabs again
+// and no tab is being opened to replace the session's last one (closed
+// under it; see Owns). While the connection is lost it waits: for
 // the reconnect under way (a BrowserReconnecting was reported) to succeed
 // or be given up, and otherwise for Profile.ReconnectGrace after the loss,
 // for a reconnect to begin. It returns an error wrapping
@@ -168,6 +171,7 @@ func (s *Session) Ready(ctx context.Context) error {
 		s.mu.Lock()
 		running, conn, browser := s.running, s.conn, s.browser
 		lostAt, reconnecting, lostFor, restoring := s.lostAt, s.reconnecting, s.lostFor, s.restoring
+		reopening := s.reopening
 		ch := s.changed
 		s.mu.Unlock()
 		if !running || conn == nil {
@@ -184,7 +188,17 @@ func (s *Session) Ready(ctx context.Context) error {
 			return fmt.Errorf("%w: %s", events.ErrBrowserGone, lostFor)
 		}
 		if conn.Err() == nil && !restoring {
-			return nil
+			if !reopening {
+				return nil
+			}
+			// The last tab closed and its replacement is being opened
+			// (bounded): wait for the focus.
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 		if lostAt.IsZero() {
 			lostAt = time.Now() // the tracker has not noted it yet

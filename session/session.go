@@ -105,9 +105,15 @@ type Session struct {
 	gone     map[target.ID]bool // targets destroyed (possibly before attaching)
 	quiet    map[target.ID]bool // tabs re-attached by Reconnect: not reported as new
 	created  map[target.ID]bool // tabs the session created (closed on Stop when remote)
-	changed  chan struct{}      // closed and replaced on every tab-model change
-	selector *SelectorMap
-	stopCh   chan struct{} // closed by Stop: ends the tracker
+	// own holds the session's tabs, open or since closed, from Start on
+	// (see Owns): every tab of a launched browser; in a connected one the
+	// tabs it created or adopted and those they opened. It survives a
+	// Reconnect, as created does.
+	own       map[target.ID]bool
+	reopening bool          // the last own tab closed: a replacement is being opened
+	changed   chan struct{} // closed and replaced on every tab-model change
+	selector  *SelectorMap
+	stopCh    chan struct{} // closed by Stop: ends the tracker
 	// Health of the connection, for Ready: when it was found lost, whether
 	// a reconnect is under way (BrowserReconnecting), and why the browser
 	// is gone for good (BrowserLost), all reset by a successful Reconnect.
@@ -250,6 +256,8 @@ func (s *Session) Start(ctx context.Context) (err error) {
 	s.tabOrder = nil
 	s.frames = map[target.SessionID]*AttachedTarget{}
 	s.created = map[target.ID]bool{}
+	s.own = map[target.ID]bool{}
+	s.reopening = false
 	s.changed = make(chan struct{})
 	s.focus = ""
 	s.focusLog = nil
@@ -419,6 +427,7 @@ func (s *Session) adoptTabs(ctx context.Context) error {
 		}
 		s.mu.Lock()
 		s.created[id] = true
+		s.own[id] = true
 		s.mu.Unlock()
 		pages = append(pages, id)
 	}
@@ -440,12 +449,12 @@ func (s *Session) adoptTabs(ctx context.Context) error {
 	if len(ready) == 0 && !remote {
 		return fmt.Errorf("session: no tab attached: %w", firstErr)
 	}
-	s.mu.Lock()
-	if s.focus == "" && len(ready) > 0 {
-		s.focus = ready[0]
-	}
-	s.mu.Unlock()
 	if !remote {
+		s.mu.Lock()
+		if s.focus == "" {
+			s.focus = ready[0]
+		}
+		s.mu.Unlock()
 		return nil
 	}
 	if len(ready) == 0 {
@@ -464,14 +473,19 @@ func (s *Session) adoptTabs(ctx context.Context) error {
 }
 
 // chooseConnectTab returns the tab to work in when the session connected
-// to someone's browser: the user's active tab (Profile.ConnectTab
-// "active"), or a tab of our own ("new", or an active tab the URL policy
-// concealed).
+// to someone's browser, made one of the session's tabs: the user's active
+// tab (Profile.ConnectTab "active"), or a tab of our own ("new", or an
+// active tab the URL policy concealed). The browser's other tabs stay
+// foreign.
 func (s *Session) chooseConnectTab(ctx context.Context, ready []target.ID) (target.ID, error) {
 	if s.profile.ConnectTab == ConnectTabActive && len(ready) > 0 {
 		pick := s.activeTab(ctx, ready)
 		note := s.Concealed(string(pick.id))
 		if note == "" {
+			s.mu.Lock()
+			s.own[pick.id] = true // adopted: the session's from now on
+			s.notifyLocked()
+			s.mu.Unlock()
 			s.log.Info("session: working in the browser's active tab",
 				zap.String("target", string(pick.id)), zap.String("url", s.tabURL(pick.id)), zap.String("found_by", pick.by))
 			if !pick.visible {
@@ -519,6 +533,14 @@ func (s *Session) onAttach(ctx context.Context, cs *cdp.Session) error {
 		if _, ok := s.tabs[cs.TargetID()]; !ok {
 			s.tabs[cs.TargetID()] = &tab{id: cs.TargetID(), sess: cs, url: at.URL, opener: target.ID(at.OpenerID)}
 			s.tabOrder = append(s.tabOrder, cs.TargetID())
+		}
+		if s.browser != nil || s.own[target.ID(at.OpenerID)] {
+			// Decided here, before any hook runs or the tab is listed:
+			// every tab of a launched browser is the session's, and in a
+			// connected one so is a tab one of its tabs opened (a popup,
+			// a target=_blank link). A tab the session creates itself is
+			// claimed by openTab. The rest is foreign.
+			s.own[cs.TargetID()] = true
 		}
 		if s.created[target.ID(at.OpenerID)] {
 			// Opened by a tab of ours: ours too, closed on Stop.
@@ -765,14 +787,34 @@ func (s *Session) handleTargetEvent(ev cdp.Event) {
 		}
 	case "Target.targetCrashed":
 		var e target.EventTargetCrashed
-		if ev.Decode(&e) == nil {
+		if ev.Decode(&e) == nil && !s.foreign(e.TargetID) {
 			emit(ctx, s, events.TargetCrashed, events.TargetCrashedEvent{TargetID: string(e.TargetID), Error: fmt.Sprintf("target crashed (%s, code %d)", e.Status, e.ErrorCode)})
 		}
 	case "Inspector.targetCrashed":
-		if ev.Session != nil && ev.Session.TargetID() != "" {
+		if ev.Session != nil && ev.Session.TargetID() != "" && !s.foreign(pageOf(ev.Session)) {
 			emit(ctx, s, events.TargetCrashed, events.TargetCrashedEvent{TargetID: string(ev.Session.TargetID()), Error: "renderer crashed"})
 		}
 	}
+}
+
+// foreign reports whether id is an attached tab that is not the session's:
+// what happens to it (a crash) is its owner's business, not reported.
+func (s *Session) foreign(id target.ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, attached := s.tabs[id]
+	return attached && !s.own[id]
+}
+
+// pageOf returns the tab a target session belongs to: itself for a tab,
+// the nearest page above it for a frame, "" when there is none.
+func pageOf(cs *cdp.Session) target.ID {
+	for c := cs; c != nil; c = c.Parent() {
+		if info := c.TargetInfo(); info != nil && info.Type == "page" {
+			return c.TargetID()
+		}
+	}
+	return ""
 }
 
 // tabGone removes a closed tab, reports it, and moves the focus away from it.
@@ -791,31 +833,88 @@ func (s *Session) tabGone(id target.ID) {
 	s.gone[id] = true
 	refocus := s.focus == id
 	if refocus {
+		// The focus goes back to the tab focused before, else to the
+		// newest, and only ever to one of the session's own tabs.
 		s.focus = ""
 		for len(s.focusLog) > 0 && s.focus == "" {
 			prev := s.focusLog[len(s.focusLog)-1]
 			s.focusLog = s.focusLog[:len(s.focusLog)-1]
-			if _, open := s.tabs[prev]; open {
+			if _, open := s.tabs[prev]; open && s.own[prev] {
 				s.focus = prev
 			}
 		}
-		if n := len(s.tabOrder); s.focus == "" && n > 0 {
-			s.focus = s.tabOrder[n-1]
+		if s.focus == "" {
+			if own := s.ownTabsLocked(); len(own) > 0 {
+				s.focus = own[len(own)-1]
+			}
 		}
 	}
 	focus := s.focus
 	if refocus {
 		s.selector = nil
 	}
-	s.notifyLocked()
 	running := s.running
+	// In a browser it launched, where every tab is the session's, none
+	// left means the browser is closing (its window was closed): no new
+	// tab then, as before.
+	reopen := running && refocus && focus == "" && !s.reopening && s.browser == nil
+	if reopen {
+		s.reopening = true // Ready waits for the replacement
+		s.wg.Add(1)
+	}
+	stop := s.stopCh
+	s.notifyLocked()
 	s.mu.Unlock()
+	if reopen {
+		go s.replaceLastTab(stop)
+	}
 	if !running {
 		return
 	}
 	emit(ctx, s, events.TabClosed, events.TabClosedEvent{TargetID: string(id)})
 	if refocus && focus != "" {
 		emit(ctx, s, events.AgentFocusChanged, events.AgentFocusChangedEvent{TargetID: string(focus), URL: s.tabURL(focus)})
+	}
+}
+
+// replaceLastTab opens a tab of the session's own and focuses it when the
+// last one closed in a browser the session connected to (the focus never
+// moves to a foreign tab), so that the agent has a tab to act on; Ready
+// waits for it. It ends early on
+// Stop; a tab it opened after the session stopped is closed again.
+func (s *Session) replaceLastTab(stop <-chan struct{}) {
+	defer s.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	id, err := s.openTab(ctx)
+	s.mu.Lock()
+	s.reopening = false
+	focused := err == nil && s.running && s.focus == ""
+	if focused {
+		s.focus = id
+		s.selector = nil
+	}
+	stopped := err == nil && !s.running
+	conn := s.conn
+	s.notifyLocked()
+	s.mu.Unlock()
+	switch {
+	case err != nil:
+		s.log.Warn("session: the last tab closed and no new one could be opened", zap.Error(err))
+	case stopped && conn != nil:
+		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = conn.CloseTarget(cctx, id)
+		ccancel()
+	case focused:
+		s.log.Info("session: the last of the session's tabs closed; working in a new tab", zap.String("target", string(id)))
+		emit(ctx, s, events.AgentFocusChanged, events.AgentFocusChangedEvent{TargetID: string(id), URL: s.tabURL(id)})
 	}
 }
 

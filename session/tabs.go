@@ -22,18 +22,55 @@ import (
 	"github.com/browseragent/browseragent/internal/pagejs"
 )
 
-// Tabs returns the open tabs in the order they were opened.
+// Tabs returns the session's open tabs (see [Session.Owns]) in the order
+// they were opened. The foreign tabs of a browser the session connected
+// to — the user's, another session's — are not listed.
 func (s *Session) Tabs() []events.TabInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]events.TabInfo, 0, len(s.tabOrder))
-	for _, id := range s.tabOrder {
+	own := s.ownTabsLocked()
+	out := make([]events.TabInfo, 0, len(own))
+	for _, id := range own {
 		t := s.tabs[id]
 		if t.concealed != "" {
 			out = append(out, events.TabInfo{TargetID: string(id), Title: t.concealed})
 			continue
 		}
 		out = append(out, events.TabInfo{TargetID: string(id), URL: t.url, Title: t.title})
+	}
+	return out
+}
+
+// Owns reports whether a tab is, or was, one of the session's tabs. In a
+// browser the session launched, every tab is. In a browser it connected to
+// (Profile.CDPURL), its tabs are the ones it created (Profile.ConnectTab
+// "new", NavigateToURL with NewTab, a replacement for its last tab), the
+// user's tab it adopted (ConnectTab "active"), and every tab one of its
+// tabs opened (window.open, a target=_blank link), at any depth; the
+// ownership of a tab is decided when it attaches (or, for a tab the
+// session creates, as soon as it is created) and does not change, also
+// across a Reconnect. Every other tab is foreign: the session attaches it,
+// so that target hooks (the URL policy, request interception) apply to it
+// too, but Tabs does not list it, ResolveTab, SwitchTab, CloseTab and
+// Readable refuse it with an error wrapping [ErrForeignTab], the focus
+// never moves to it, and an action's outcome does not count it as a new
+// tab. Owns is false for a foreign tab and for an id the session does not
+// know. Watchdogs that act on events about any tab (dialogs, blocked
+// requests) call it to leave foreign tabs to their owner; it stays true
+// after the tab closed, for reports handled late.
+func (s *Session) Owns(targetID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.own[target.ID(targetID)]
+}
+
+// ownTabsLocked returns the session's open tabs in the order they opened.
+func (s *Session) ownTabsLocked() []target.ID {
+	var out []target.ID
+	for _, id := range s.tabOrder {
+		if s.own[id] {
+			out = append(out, id)
+		}
 	}
 	return out
 }
@@ -54,9 +91,10 @@ func (s *Session) ConcealTab(targetID, note string) {
 }
 
 // Readable returns nil when a tab's content may be read for the model
-// ("" is the focused tab), or an error wrapping [ErrTabConcealed] with the
-// note. Handlers that read a page for the model (text, screenshot,
-// evaluate) call it first.
+// ("" is the focused tab), an error wrapping [ErrForeignTab] for a tab
+// that is not the session's (see [Session.Owns]), or one wrapping
+// [ErrTabConcealed] with the note. Handlers that read a page for the model
+// (text, screenshot, evaluate) call it first.
 func (s *Session) Readable(targetID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -64,7 +102,12 @@ func (s *Session) Readable(targetID string) error {
 	if id == "" {
 		id = s.focus
 	}
-	if t := s.tabs[id]; t != nil && t.concealed != "" {
+	t := s.tabs[id]
+	switch {
+	case t == nil:
+	case !s.own[id]:
+		return fmt.Errorf("%w: %s", ErrForeignTab, id)
+	case t.concealed != "":
 		return fmt.Errorf("%w: %s", ErrTabConcealed, t.concealed)
 	}
 	return nil
@@ -89,6 +132,9 @@ func (s *Session) FocusedTab() string {
 }
 
 // PageSession returns the CDP session of a tab; "" means the focused tab.
+// It answers for every tab the session attached, foreign ones too (see
+// [Session.Owns]): watchdogs that enforce the URL policy need them. What
+// reads a page for the model calls [Session.Readable] first.
 func (s *Session) PageSession(targetID string) (*cdp.Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -109,8 +155,11 @@ func (s *Session) PageSession(targetID string) (*cdp.Session, error) {
 	return t.sess, nil
 }
 
-// ResolveTab turns a tab reference into a target id: a full target id, or a
-// unique suffix of one (the model sees the last four characters).
+// ResolveTab turns a reference to one of the session's tabs into its
+// target id: a full target id, or a unique suffix of one among the
+// session's tabs (the model sees the last four characters). A reference
+// to a foreign tab (see [Session.Owns]) is refused with an error wrapping
+// [ErrForeignTab]; one to no tab at all with [ErrTabNotFound].
 func (s *Session) ResolveTab(ref string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -118,21 +167,31 @@ func (s *Session) ResolveTab(ref string) (string, error) {
 		return "", fmt.Errorf("%w: empty tab id", ErrTabNotFound)
 	}
 	if _, ok := s.tabs[target.ID(ref)]; ok {
+		if !s.own[target.ID(ref)] {
+			return "", fmt.Errorf("%w: %s", ErrForeignTab, ref)
+		}
 		return ref, nil
 	}
 	var found []target.ID
+	foreign := false
 	for id := range s.tabs {
 		if strings.HasSuffix(strings.ToLower(string(id)), strings.ToLower(ref)) {
-			found = append(found, id)
+			if s.own[id] {
+				found = append(found, id)
+			} else {
+				foreign = true
+			}
 		}
 	}
-	switch len(found) {
-	case 1:
+	switch {
+	case len(found) == 1:
 		return string(found[0]), nil
-	case 0:
-		return "", fmt.Errorf("%w: %s", ErrTabNotFound, ref)
-	default:
+	case len(found) > 1:
 		return "", fmt.Errorf("%w: %s matches %d tabs", ErrTabNotFound, ref, len(found))
+	case foreign:
+		return "", fmt.Errorf("%w: %s", ErrForeignTab, ref)
+	default:
+		return "", fmt.Errorf("%w: %s", ErrTabNotFound, ref)
 	}
 }
 
@@ -166,31 +225,40 @@ func (s *Session) tabURL(id target.ID) string {
 	return ""
 }
 
-// FrameTargets returns the cross-site iframes attached below a tab (all tabs
-// when tabID is empty), each with its own CDP session.
+// FrameTargets returns the cross-site iframes attached below a tab (below
+// all of the session's tabs when tabID is empty: in a browser it connected
+// to, the frames of foreign tabs are left out), each with its own CDP
+// session.
 func (s *Session) FrameTargets(tabID string) []AttachedTarget {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var root string
+	roots := map[string]bool{}
 	if tabID != "" {
 		if t := s.tabs[target.ID(tabID)]; t != nil {
-			root = string(t.sess.ID())
+			roots[string(t.sess.ID())] = true
+		}
+	} else if s.browser == nil {
+		for id, t := range s.tabs {
+			if s.own[id] {
+				roots[string(t.sess.ID())] = true
+			}
 		}
 	}
+	all := tabID == "" && s.browser != nil
 	var out []AttachedTarget
 	for _, f := range s.frames {
-		if root == "" || s.belongsLocked(f, root) {
+		if all || s.belongsLocked(f, roots) {
 			out = append(out, *f)
 		}
 	}
 	return out
 }
 
-// belongsLocked reports whether frame f is nested (at any depth) under the
-// session root.
-func (s *Session) belongsLocked(f *AttachedTarget, root string) bool {
+// belongsLocked reports whether frame f is nested (at any depth) under one
+// of the session roots.
+func (s *Session) belongsLocked(f *AttachedTarget, roots map[string]bool) bool {
 	for depth := 0; f != nil && depth < 16; depth++ {
-		if f.ParentSessionID == root {
+		if roots[f.ParentSessionID] {
 			return true
 		}
 		f = s.frames[target.SessionID(f.ParentSessionID)]

@@ -642,7 +642,8 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// tabSet returns the ids of the session's tabs.
+// tabSet returns the ids of the session's own tabs (foreign tabs of a
+// connected browser are not listed by Session.Tabs).
 func tabSet(s *session.Session) map[string]bool {
 	m := map[string]bool{}
 	for _, t := range s.Tabs() {
@@ -683,15 +684,17 @@ func (r *actionRun) end(ctx context.Context, err error) events.ActionOutcome {
 	defer r.release(ctx)
 	var seen seenDuring
 	r.watch.drain(&seen)
-	// A tab the browser created during the action: let the session register
-	// it so that the verdict and NewTabs name it.
+	// A tab the browser created during the action: let the session attach
+	// it, which decides whether it is the session's (one of its tabs
+	// opened it), so that the verdict and NewTabs name it. A tab the user
+	// or another session opened meanwhile attaches as foreign: the session
+	// does not list it, and it is not this action's.
 	if err == nil && len(seen.newTargets) > 0 {
 		deadline := time.Now().Add(r.a.cfg.NewTabWait)
 		for time.Now().Before(deadline) && ctx.Err() == nil {
-			now := tabSet(r.s)
 			all := true
 			for _, id := range seen.newTargets {
-				if !now[id] {
+				if _, err := r.s.PageSession(id); err != nil {
 					all = false
 				}
 			}

@@ -173,6 +173,11 @@ func (w *Watchdog) Attach(s *session.Session) error {
 				// and the report keep them.
 				return events.None{}, nil
 			}
+			if ev.TabID != "" && !s.Owns(ev.TabID) {
+				// A refusal in a foreign tab of a connected browser (the
+				// user's, another session's): none of the model's business.
+				return events.None{}, nil
+			}
 			w.mu.Lock()
 			w.block.add(ev)
 			w.mu.Unlock()

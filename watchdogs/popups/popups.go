@@ -31,6 +31,11 @@
 // It never opens, closes or blocks windows: new windows a page opens
 // (window.open, target=_blank) are attached by the session as tabs and
 // reported as TabCreated.
+//
+// Only the dialogs of the session's own tabs are answered (and reported):
+// in a browser the session connected to, a dialog of a foreign tab (the
+// user's, another session's; see session.Session.Owns) is left to its
+// owner.
 package popups
 
 import (
@@ -236,12 +241,13 @@ func (w *Watchdog) hook(_ context.Context, t session.AttachedTarget) error {
 	// script is seen. Page.enable is sent by the session.
 	first := open()
 	name := "dialogs of " + string(cs.TargetID())
+	tab := tabOf(cs)
 	err := g.Go(name, func(ctx context.Context) {
 		// No Resync: each dialog blocks its page until answered, so a
 		// target never has more than one pending and the subscription
 		// cannot overflow; if it did, there is no protocol query for an
 		// open dialog to re-read.
-		err := follow.Run(ctx, first, open, func(ev cdp.Event) { w.onDialog(ctx, g, cs, ev) },
+		err := follow.Run(ctx, first, open, func(ev cdp.Event) { w.onDialog(ctx, g, cs, tab, ev) },
 			follow.Options{Name: "popups " + name, Logger: log})
 		if err != nil {
 			log.Debug("dialog consumer ended", zap.String("target", string(cs.TargetID())), zap.Error(err))
@@ -253,15 +259,33 @@ func (w *Watchdog) hook(_ context.Context, t session.AttachedTarget) error {
 	return nil
 }
 
-// onDialog decides and answers one dialog; see the package documentation
-// for the order of its events.
-func (w *Watchdog) onDialog(ctx context.Context, g *routine.Group, cs *cdp.Session, ev cdp.Event) {
+// tabOf returns the tab a target belongs to: itself for a tab, the
+// nearest page above it for a frame.
+func tabOf(cs *cdp.Session) string {
+	for c := cs; c != nil; c = c.Parent() {
+		if info := c.TargetInfo(); info != nil && info.Type == "page" {
+			return string(c.TargetID())
+		}
+	}
+	return ""
+}
+
+// onDialog decides and answers one dialog of a tab of the session's (tab
+// is the tab cs belongs to); see the package documentation for the order
+// of its events.
+func (w *Watchdog) onDialog(ctx context.Context, g *routine.Group, cs *cdp.Session, tab string, ev cdp.Event) {
 	w.mu.Lock()
 	s, log := w.sess, w.log
 	w.mu.Unlock()
 	var e page.EventJavascriptDialogOpening
 	if err := ev.Decode(&e); err != nil {
 		log.Warn("undecodable dialog event", zap.Error(err))
+		return
+	}
+	if tab != "" && !s.Owns(tab) {
+		// Asked when the dialog opens: a tab the session adopted or
+		// created after attaching it is its own by then.
+		log.Debug("leaving a dialog of a foreign tab to its owner", zap.String("target", tab), zap.String("type", string(e.Type)))
 		return
 	}
 	d := Dialog{

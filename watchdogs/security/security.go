@@ -507,16 +507,29 @@ func (w *Watchdog) claimClose(targetID string) bool {
 	return true
 }
 
-// onTabCreated closes popups whose URL is refused or whose first document
-// was already blocked by interception.
+// onTabCreated closes the session's popups whose URL is refused or whose
+// first document was already blocked by interception.
 func (w *Watchdog) onTabCreated(ctx context.Context, ev events.TabCreatedEvent) (events.None, error) {
 	if ev.OpenerID == "" {
 		return events.None{}, nil
 	}
+	s := w.session()
+	if s == nil {
+		return events.None{}, nil
+	}
+	// A foreign popup (a connected browser's tab that a tab of the user or
+	// of another session opened) is not the session's to close: its
+	// refused requests are blocked, and the commit watcher blanks it if a
+	// refused page commits anyway.
+	own := s.Owns(ev.TargetID)
 	refused := false
 	if ev.URL != "" {
 		if be := w.check(ctx, ev.URL, KindNewTab, ev.TargetID); be != nil {
-			w.report(ctx, be, ev.TargetID, "popup closed")
+			action := "popup closed"
+			if !own {
+				action = "popup of a foreign tab: left open, its requests refused"
+			}
+			w.report(ctx, be, ev.TargetID, action)
 			refused = true
 		}
 	}
@@ -525,11 +538,7 @@ func (w *Watchdog) onTabCreated(ctx context.Context, ev events.TabCreatedEvent) 
 			refused = true
 		}
 	}
-	if !refused || !w.claimClose(ev.TargetID) {
-		return events.None{}, nil
-	}
-	s := w.session()
-	if s == nil {
+	if !refused || !own || !w.claimClose(ev.TargetID) {
 		return events.None{}, nil
 	}
 	_, err := bus.Call(ctx, s.Bus(), events.CloseTab, events.CloseTabEvent{TargetID: ev.TargetID})
@@ -984,8 +993,9 @@ func (w *Watchdog) checkCommitted(ctx context.Context, ti *target.Info) {
 		// Not already reported by the interception (a non-network URL).
 		w.report(ctx, be, tid, "refused after commit; tab left for about:blank")
 	}
-	if ti.OpenerID != "" && !shown && w.claimClose(tid) {
-		// A popup that never showed an allowed page: close it.
+	if ti.OpenerID != "" && !shown && s.Owns(tid) && w.claimClose(tid) {
+		// A popup of the session's that never showed an allowed page:
+		// close it. A foreign one is left for about:blank.
 		_, _ = bus.Emit(ctx, s.Bus(), events.CloseTab, events.CloseTabEvent{TargetID: tid})
 		return
 	}
