@@ -167,6 +167,17 @@ func (d *Driver) announce(ctx context.Context) {
 	}
 }
 
+// step opens the history step of a call, bounded by Settings.StepTimeout.
+func (d *Driver) step(ctx context.Context) (HistoryItem, context.Context, context.CancelFunc) {
+	a := d.a
+	d.begin(ctx)
+	n := a.nextStep
+	a.nextStep++
+	a.stepStarted(ctx, n)
+	sctx, cancel := context.WithTimeout(ctx, a.set.StepTimeout)
+	return HistoryItem{Step: n, StartedAt: a.set.Now()}, sctx, cancel
+}
+
 // RunDir returns the directory of the Driver's files and screenshots.
 func (d *Driver) RunDir() string { return d.a.runDir }
 
@@ -206,13 +217,9 @@ func (d *Driver) State(ctx context.Context, opt StateOptions) (*Observation, err
 	}
 	defer d.release()
 	a := d.a
-	d.begin(ctx)
-	n := a.nextStep
-	a.nextStep++
-	a.stepStarted(ctx, n)
-	item := HistoryItem{Step: n, StartedAt: a.set.Now()}
-	sctx, cancel := context.WithTimeout(ctx, a.set.StepTimeout)
+	item, sctx, cancel := d.step(ctx)
 	defer cancel()
+	n := item.Step
 	st, err := bus.Call(sctx, a.browser.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: opt.Screenshot})
 	if err != nil {
 		d.last = nil
@@ -261,13 +268,9 @@ func (d *Driver) Do(ctx context.Context, name string, params json.RawMessage) (A
 	if err := ValidateJSON(spec.Params, params); err != nil {
 		return rec, fmt.Errorf("%w: %s: %v", ErrBadParams, name, err)
 	}
-	d.begin(ctx)
-	n := a.nextStep
-	a.nextStep++
-	a.stepStarted(ctx, n)
-	item := HistoryItem{Step: n, StartedAt: a.set.Now()}
-	sctx, cancel := context.WithTimeout(ctx, a.set.StepTimeout)
+	item, sctx, cancel := d.step(ctx)
 	defer cancel()
+	n := item.Step
 
 	st := d.last
 	if st == nil {
