@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
@@ -85,6 +86,10 @@ type Config struct {
 	// in the page). The Driver must offer the action too: it refuses what
 	// Settings.ExcludeActions names.
 	Evaluate bool
+	// HTTPSessionTimeout closes a streamable HTTP session after this long
+	// without a request (the client starts a new one). Default
+	// DefaultHTTPSessionTimeout; negative: never.
+	HTTPSessionTimeout time.Duration
 	// Name and Version identify the server to clients (default
 	// "browseragent" and "dev").
 	Name, Version string
@@ -156,13 +161,25 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	return s.mcp.Run(ctx, t)
 }
 
+// DefaultHTTPSessionTimeout is how long an idle streamable HTTP session is
+// kept (Config.HTTPSessionTimeout).
+const DefaultHTTPSessionTimeout = 30 * time.Minute
+
 // HTTPHandler serves streamable HTTP: each client gets its own MCP session,
-// all of them drive the same browser. It refuses, with 403, requests that
+// all of them drive the same browser; an idle session is closed after
+// Config.HTTPSessionTimeout. It refuses, with 403, requests that
 // reached a loopback address under another host name (DNS rebinding; the
 // SDK's check) and cross-origin requests from web pages
 // (http.CrossOriginProtection). It has no authentication of its own.
 func (s *Server) HTTPHandler() http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, nil)
+	timeout := s.cfg.HTTPSessionTimeout
+	switch {
+	case timeout == 0:
+		timeout = DefaultHTTPSessionTimeout
+	case timeout < 0:
+		timeout = 0 // the SDK's "never"
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{SessionTimeout: timeout})
 	return http.NewCrossOriginProtection().Handler(h)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -435,5 +436,46 @@ func TestRunTaskAsksToo(t *testing.T) {
 				t.Fatalf("the refused click's error: %q", last)
 			}
 		})
+	}
+}
+
+// An idle streamable HTTP session is closed after HTTPSessionTimeout: the
+// client's next request on it is refused, and a new session works.
+func TestHTTPSessionTimeout(t *testing.T) {
+	srv := newServer(t, mcpserver.Config{Start: newLauncher(t, nil).start, HTTPSessionTimeout: 300 * time.Millisecond})
+	hs := httptest.NewServer(srv.HTTPHandler())
+	defer hs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	connect := func() *mcp.ClientSession {
+		c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	cs := connect()
+	defer cs.Close()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := cs.ListTools(ctx, nil); err != nil {
+			break // the server forgot the session
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idle session was never closed")
+		}
+		// Stay idle past the timeout before asking again: idleness is
+		// what is tested.
+		timer := time.NewTimer(400 * time.Millisecond)
+		<-timer.C
+	}
+	fresh := connect()
+	defer fresh.Close()
+	if _, err := fresh.ListTools(ctx, nil); err != nil {
+		t.Fatalf("a new session after the timeout: %v", err)
 	}
 }
