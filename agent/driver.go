@@ -55,6 +55,10 @@ func (e *DeniedError) Error() string {
 // Unwrap makes errors.Is(err, ErrDenied) hold.
 func (e *DeniedError) Unwrap() error { return ErrDenied }
 
+// PageTextAction names Driver.PageText's steps in the history and trace
+// (it is not an action a model is offered).
+const PageTextAction = "page_text"
+
 // DriverTask is the task name a Driver's history and trace carry until the
 // first RunTask names one.
 const DriverTask = "interactive session: actions chosen by the caller"
@@ -325,7 +329,9 @@ func (d *Driver) checkIndex(ctx context.Context, idx int) error {
 // PageText returns the focused page's text (markdown) from character from
 // on, at most max characters (0: DefaultExtractChunkChars), secrets
 // scrubbed, with the page's URL and the text's total length: extract
-// without a model, for callers that read the page themselves.
+// without a model, for callers that read the page themselves. It is a
+// history step like the others (action PageTextAction), so the trace
+// records what was read.
 func (d *Driver) PageText(ctx context.Context, from, max int) (text, url string, total int, err error) {
 	if err := d.acquire(ctx); err != nil {
 		return "", "", 0, err
@@ -334,7 +340,22 @@ func (d *Driver) PageText(ctx context.Context, from, max int) (text, url string,
 	if max <= 0 {
 		max = DefaultExtractChunkChars
 	}
-	pt, err := bus.Call(ctx, d.a.browser.Bus(), events.PageText, events.PageTextEvent{})
+	a := d.a
+	item, sctx, cancel := d.step(ctx)
+	defer cancel()
+	params, _ := json.Marshal(map[string]int{"start_from_char": from})
+	rec := ActionRecord{Name: PageTextAction, Params: params, Risk: RiskRead}
+	defer func() {
+		if err != nil {
+			rec.Error, rec.Verdict = a.secrets.scrub(errText(err)), events.VerdictFailed
+		}
+		item.State.URL = url
+		item.Actions = []ActionRecord{rec}
+		a.finish(ctx, &item)
+	}()
+	start := time.Now()
+	pt, err := bus.Call(sctx, a.browser.Bus(), events.PageText, events.PageTextEvent{})
+	rec.Duration = time.Since(start)
 	if err != nil {
 		return "", "", 0, err
 	}
@@ -346,7 +367,8 @@ func (d *Driver) PageText(ctx context.Context, from, max int) (text, url string,
 	if len(text) > max {
 		text = strings.ToValidUTF8(text[:max], "")
 	}
-	return d.a.secrets.scrub(text), pt.URL, total, nil
+	rec.Result.Text = a.secrets.scrub(fmt.Sprintf("Read %d of the %d characters of %s's text, from character %d.", len(text), total, pt.URL, from))
+	return a.secrets.scrub(text), pt.URL, total, nil
 }
 
 // RunTask runs a whole task with model on the Driver's browser, as

@@ -163,7 +163,7 @@ func TestDriverStepByStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(obs.steps) != len(h.Items) || len(obs.steps) != 8 {
+	if len(obs.steps) != len(h.Items) || len(obs.steps) != 9 || h.Items[8].Actions[0].Name != agent.PageTextAction {
 		t.Fatalf("%d steps observed, %d in history", len(obs.steps), len(h.Items))
 	}
 	for i, it := range obs.steps {
