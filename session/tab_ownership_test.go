@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	cdpproto "github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
@@ -155,12 +156,38 @@ func TestTabOwnershipPopupsBelongToTheOpener(t *testing.T) {
 	navigate(t, a, u.env.URL("/links.html"), false)
 	// B's tab, opened last, is in front; the first input event to a hidden
 	// page waits about 5 s for its acknowledgement (measured on Chromium
-	// 156 headless). Switching brings A's tab to the front.
-	if _, err := bus.Call(ctxT(t), a.Bus(), events.SwitchTab, events.SwitchTabEvent{TargetID: aTab}); err != nil {
+	// 156 headless), so an action brings its own tab to the front first.
+	visibility := func() string {
+		cs, err := a.PageSession("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v string
+		if err := testbrowser.Eval(cs, `document.visibilityState`, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := visibility(); v != "hidden" {
+		t.Fatalf("A's tab is %s before the click, want hidden behind B's", v)
+	}
+	cs, err := a.PageSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ignored any
+	if err := testbrowser.Eval(cs, `void document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') window.__shown = true })`, &ignored); err != nil {
 		t.Fatal(err)
 	}
 
-	res, err := bus.Call(ctxT(t), a.Bus(), events.ClickElement, events.ClickElementEvent{Target: element(t, a, "#new-tab")})
+	el := element(t, a, "#new-tab")
+	clickStart := time.Now()
+	res, err := bus.Call(ctxT(t), a.Bus(), events.ClickElement, events.ClickElementEvent{Target: el})
+	t.Logf("click took %s", time.Since(clickStart)) // 0.76 s here; 5.5 s when the tab stays behind
+	var shown bool
+	if err := testbrowser.Eval(cs, `window.__shown === true`, &shown); err != nil || !shown {
+		t.Fatalf("A's tab was not brought to the front for its click (%v)", err)
+	}
 	if err != nil {
 		t.Fatalf("click: %v", err)
 	}
@@ -177,11 +204,10 @@ func TestTabOwnershipPopupsBelongToTheOpener(t *testing.T) {
 	}
 
 	// A popup of the popup (window.open, with an opener) is A's too.
-	cs, err := a.PageSession("")
+	cs, err = a.PageSession("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ignored any
 	if err := testbrowser.Eval(cs, `void window.open('/other.html?from=open')`, &ignored); err != nil {
 		t.Fatal(err)
 	}

@@ -668,6 +668,10 @@ type actionRun struct {
 }
 
 func (a *Watchdog) begin(ctx context.Context, s *session.Session, sessions ...*cdp.Session) *actionRun {
+	if err := s.Front(ctx); err != nil {
+		// The action still runs; late input is slow, not wrong.
+		a.logger(s).Debug("bringing the tab to the front", zap.Error(err))
+	}
 	r := &actionRun{a: a, s: s, tabs: tabSet(s)}
 	if ps, err := s.PageSession(""); err == nil {
 		sessions = append(sessions, ps)

@@ -71,7 +71,13 @@ func (w *Watchdog) Attach(s *session.Session) error {
 			if err != nil {
 				return events.ScreenshotResult{}, fmt.Errorf("screenshot: %w", err)
 			}
-			if focused := s.FocusedTab(); tab != focused {
+			if focused := s.FocusedTab(); tab == focused {
+				// In a shared browser another tab may be in front: ours
+				// would not be painted.
+				if err := s.Front(ctx); err != nil {
+					log.Debug("bringing the tab to the front", zap.Error(err))
+				}
+			} else {
 				// A tab behind another is not painted: bring it to the
 				// front for the capture, then give the front back.
 				if conn := s.Conn(); conn != nil {
