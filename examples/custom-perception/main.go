@@ -153,6 +153,9 @@ func observe(ctx context.Context, s *session.Session) (events.BrowserState, erro
 	st.DOMText = text.String()
 	if fp, err := s.Fingerprint(ctx, tab); err == nil {
 		st.Fingerprint = fp.String()
+		// The page's own answer: the tab list may still hold the URL of a
+		// navigation in progress, or none (seen under load).
+		st.URL = fp.URL
 	}
 	s.SetSelectorMap(&session.SelectorMap{TargetID: tab, Fingerprint: st.Fingerprint, Elements: st.Elements})
 	return st, nil
