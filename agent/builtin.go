@@ -188,7 +188,7 @@ func DefaultRegistry() *Registry {
 		if err != nil {
 			return ActionResult{}, err
 		}
-		return ActionResult{Text: fmt.Sprintf("Switched to tab %s (%s).", shortTab(sw.TargetID), sw.URL)}, nil
+		return ActionResult{Text: fmt.Sprintf("Switched to tab %s (%s).", TabRef(sw.TargetID), sw.URL)}, nil
 	}, WithRisk(RiskNavigate), Terminating()))
 	must(Register(r, "close_tab", "Close a tab by its 4-character id.", func(ctx context.Context, ac *ActionContext, p TabParams) (ActionResult, error) {
 		id, err := ac.Browser.ResolveTab(p.TabID)
@@ -198,7 +198,7 @@ func DefaultRegistry() *Registry {
 		if _, err := bus.Call(ctx, ac.Browser.Bus(), events.CloseTab, events.CloseTabEvent{TargetID: id}); err != nil {
 			return ActionResult{}, err
 		}
-		return ActionResult{Text: fmt.Sprintf("Closed tab %s.", shortTab(id))}, nil
+		return ActionResult{Text: fmt.Sprintf("Closed tab %s.", TabRef(id))}, nil
 	}, WithRisk(RiskNavigate)))
 	must(Register(r, "extract", "Answer a question from the page's full text (for information not in the element list).", func(ctx context.Context, ac *ActionContext, p ExtractParams) (ActionResult, error) {
 		return ac.extract(ctx, p)

@@ -311,7 +311,7 @@ func (d *Driver) checkIndex(ctx context.Context, idx int) error {
 		return &StaleIndexError{Index: idx, Reason: "no page state applies (none was taken yet, the last one failed, or a task ran since)"}
 	}
 	if ft := d.a.browser.FocusedTab(); st.FocusedTarget != "" && ft != st.FocusedTarget {
-		return &StaleIndexError{Index: idx, Reason: fmt.Sprintf("the focused tab changed to %s since the last state", shortTab(ft))}
+		return &StaleIndexError{Index: idx, Reason: fmt.Sprintf("the focused tab changed to %s since the last state", TabRef(ft))}
 	}
 	if st.Fingerprint != "" {
 		// A page too busy to answer is left to the action, which fails in

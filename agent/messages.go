@@ -237,12 +237,12 @@ func BrowserStateText(st *events.BrowserState, maxChars int) string {
 }
 
 func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int) {
-	cur := shortTab(st.FocusedTarget)
+	cur := TabRef(st.FocusedTarget)
 	fmt.Fprintf(b, "Current tab: %s\nCurrent URL: %s\nTitle: %s\n", cur, st.URL, st.Title)
 	if len(st.Tabs) > 0 {
 		b.WriteString("Available tabs:\n")
 		for _, t := range st.Tabs {
-			fmt.Fprintf(b, "Tab %s: %s - %s\n", shortTab(t.TargetID), t.URL, shorten(t.Title, 60))
+			fmt.Fprintf(b, "Tab %s: %s - %s\n", TabRef(t.TargetID), t.URL, shorten(t.Title, 60))
 		}
 	}
 	p := st.Page

@@ -157,10 +157,10 @@ func (a *Agent) followNewTab(ctx context.Context, rec *ActionRecord) bool {
 		return false
 	}
 	if sw, err := a.switchTab(ctx, o.NewTabs[0]); err == nil {
-		rec.Result.Text += fmt.Sprintf(" Switched to the new tab %s (%s).", shortTab(sw.TargetID), sw.URL)
+		rec.Result.Text += fmt.Sprintf(" Switched to the new tab %s (%s).", TabRef(sw.TargetID), sw.URL)
 	} else {
 		// The model must not believe it is on the new tab.
-		rec.Result.Text += a.secrets.scrub(fmt.Sprintf(" Could not switch to the new tab %s: %v; still on the previous tab.", shortTab(o.NewTabs[0]), errText(err)))
+		rec.Result.Text += a.secrets.scrub(fmt.Sprintf(" Could not switch to the new tab %s: %v; still on the previous tab.", TabRef(o.NewTabs[0]), errText(err)))
 	}
 	return true
 }
@@ -253,8 +253,10 @@ func upperFirst(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// shortTab is the 4-character tab id shown to the model.
-func shortTab(id string) string {
+// TabRef is the short tab id the model reads and writes (the id's last 4
+// characters); Browser.ResolveTab accepts it. Callers that show tabs to a
+// model or a person use it so that every surface names a tab alike.
+func TabRef(id string) string {
 	if len(id) <= 4 {
 		return id
 	}

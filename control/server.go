@@ -346,9 +346,9 @@ func (s *Server) dispatch(ctx context.Context, req Request) Response {
 		return Response{OK: true, Info: s.info()}
 	case OpTabs:
 		tabs, focused := s.d.Tabs()
-		r := Response{OK: true, Focused: shortID(focused)}
+		r := Response{OK: true, Focused: agent.TabRef(focused)}
 		for _, t := range tabs {
-			r.Tabs = append(r.Tabs, Tab{ID: shortID(t.TargetID), TargetID: t.TargetID, URL: t.URL, Title: t.Title, Focused: t.TargetID == focused})
+			r.Tabs = append(r.Tabs, Tab{ID: agent.TabRef(t.TargetID), TargetID: t.TargetID, URL: t.URL, Title: t.Title, Focused: t.TargetID == focused})
 			if t.TargetID == focused {
 				r.URL, r.Title = t.URL, t.Title
 			}
@@ -522,12 +522,4 @@ func (s *Server) info() *Info {
 	in.HeapAlloc, in.HeapInuse, in.Sys = ms.HeapAlloc, ms.HeapInuse, ms.Sys
 	in.Goroutines = runtime.NumGoroutine()
 	return &in
-}
-
-// shortID is the 4-character tab id the state text shows.
-func shortID(id string) string {
-	if len(id) <= 4 {
-		return id
-	}
-	return id[len(id)-4:]
 }

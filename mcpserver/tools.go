@@ -292,20 +292,12 @@ func listTabs(_ context.Context, b *Browser) (*mcp.CallToolResult, error) {
 		if t.TargetID == focused {
 			mark = " (current)"
 		}
-		fmt.Fprintf(&sb, "Tab %s%s: %s - %s\n", shortTab(t.TargetID), mark, t.URL, t.Title)
+		fmt.Fprintf(&sb, "Tab %s%s: %s - %s\n", agent.TabRef(t.TargetID), mark, t.URL, t.Title)
 	}
 	if sb.Len() == 0 {
 		return text("No tabs are open."), nil
 	}
 	return text(b.Driver.Scrub(sb.String())), nil
-}
-
-// shortTab is the 4-character tab id the Driver's tab actions accept.
-func shortTab(id string) string {
-	if len(id) <= 4 {
-		return id
-	}
-	return id[len(id)-4:]
 }
 
 // pageText returns a chunk of the page's text, saying where it continues.
