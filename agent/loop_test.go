@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -611,7 +612,17 @@ func TestLoopStepTimeout(t *testing.T) {
 	if len(typed) != 1 || typed[0].Payload.(events.TypeTextEvent).Text != "Ada" || typed[0].Err != nil {
 		t.Fatalf("the input that ran before the timeout: %+v", typed)
 	}
-	if w := b.Events(events.Wait.Name); len(w) != 1 || !errors.Is(w[0].Err, context.DeadlineExceeded) {
+	// The step returns at its deadline; the blocked handler records its
+	// error when it sees the cancellation, which may come a moment later.
+	var w []agenttest.Event
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		w = b.Events(events.Wait.Name)
+		if len(w) != 1 || w[0].Err != nil || time.Now().After(deadline) {
+			break
+		}
+		runtime.Gosched()
+	}
+	if len(w) != 1 || !errors.Is(w[0].Err, context.DeadlineExceeded) {
 		t.Fatalf("the wait %+v should have ended with the step's deadline", w)
 	}
 	if n := len(b.Events(events.ClickElement.Name)); n != 0 {
