@@ -181,7 +181,7 @@ func BenchmarkDOMWAX(b *testing.B) {
 					switch o {
 					case "full":
 						var n []*accessibility.Node
-						n, err = fullAX(ctx, cs)
+						n, err = fullAX(ctx, cs, nil)
 						got = len(n)
 					case "partial":
 						var n []*accessibility.Node

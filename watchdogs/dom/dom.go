@@ -491,8 +491,11 @@ func (w *Watchdog) gather(ctx context.Context, cs *cdp.Session, frames []session
 	return in, main, nil
 }
 
-// mergeAX attaches accessibility data: the full tree for small targets,
-// else one node per index candidate.
+// mergeAX attaches accessibility data: the full tree for small targets
+// (the root frame's and each same-process child frame's, which
+// getFullAXTree only returns when asked by frame id), else one node per
+// index candidate (getPartialAXTree resolves nodes of any frame of the
+// target).
 func (w *Watchdog) mergeAX(ctx context.Context, wait time.Duration, tree *dom.Tree, in *dom.PageInput, cs *cdp.Session, frames []session.AttachedTarget) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, wait)
@@ -511,6 +514,7 @@ func (w *Watchdog) mergeAX(ctx context.Context, wait time.Duration, tree *dom.Tr
 		return true
 	})
 	candidates := dom.AXCandidates(tree)
+	childFrames := sameProcessChildFrames(tree)
 	type axResult struct {
 		frame  int
 		target string
@@ -528,6 +532,7 @@ func (w *Watchdog) mergeAX(ctx context.Context, wait time.Duration, tree *dom.Tr
 		}
 		full := w.cfg.FullAXMaxElements > 0 && counts[target] <= w.cfg.FullAXMaxElements
 		ids := candidates[target]
+		children := childFrames[target]
 		if !full && len(ids) == 0 {
 			continue
 		}
@@ -537,7 +542,7 @@ func (w *Watchdog) mergeAX(ctx context.Context, wait time.Duration, tree *dom.Tr
 			var nodes []*accessibility.Node
 			var err error
 			if full {
-				nodes, err = fullAX(ctx, sess)
+				nodes, err = fullAX(ctx, sess, children)
 			} else {
 				nodes, err = partialAX(ctx, sess, ids)
 			}
@@ -560,6 +565,20 @@ func (w *Watchdog) mergeAX(ctx context.Context, wait time.Duration, tree *dom.Tr
 		in.Frames[r.frame].AX = r.nodes
 	}
 	return nil
+}
+
+// sameProcessChildFrames lists, per target id, the frame ids of the
+// same-process child frames in the tree: their documents belong to the
+// target's AX tree but getFullAXTree returns them only when asked by
+// frame id.
+func sameProcessChildFrames(tree *dom.Tree) map[string][]string {
+	out := map[string][]string{}
+	for _, f := range tree.Frames {
+		if f.Parent != nil && !f.OOPIF && f.FrameID != "" {
+			out[f.TargetID] = append(out[f.TargetID], f.FrameID)
+		}
+	}
+	return out
 }
 
 // elements converts dom's selector map to the session's plain form.

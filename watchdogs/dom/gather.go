@@ -231,11 +231,28 @@ func partialAX(ctx context.Context, cs *cdp.Session, ids []cdpproto.BackendNodeI
 	return out, nil
 }
 
-// fullAX fetches the whole AX tree of a target.
-func fullAX(ctx context.Context, cs *cdp.Session) ([]*accessibility.Node, error) {
-	res, err := cdpproto.Call(ctx, cs, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
-	if err != nil {
-		return nil, err
+// fullAX fetches the whole AX tree of a target: its root frame's, plus
+// one per same-process child frame in frameIDs (getFullAXTree without a
+// frameId covers the root frame only). The requests are pipelined on the
+// session. A child frame that fails (detached since the capture) is
+// skipped; the root frame failing is an error.
+func fullAX(ctx context.Context, cs *cdp.Session, frameIDs []string) ([]*accessibility.Node, error) {
+	replies := make([]*cdp.Reply, 0, 1+len(frameIDs))
+	replies = append(replies, cs.Send(ctx, accessibility.CommandGetFullAXTree, accessibility.GetFullAXTreeParams{}))
+	for _, id := range frameIDs {
+		replies = append(replies, cs.Send(ctx, accessibility.CommandGetFullAXTree,
+			accessibility.GetFullAXTreeParams{FrameID: cdpproto.FrameID(id)}))
 	}
-	return res.Nodes, nil
+	var out []*accessibility.Node
+	for i, r := range replies {
+		var res accessibility.GetFullAXTreeResult
+		if err := r.Wait(ctx, &res); err != nil {
+			if i == 0 || ctx.Err() != nil {
+				return out, err
+			}
+			continue
+		}
+		out = append(out, res.Nodes...)
+	}
+	return out, nil
 }
