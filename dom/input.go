@@ -146,8 +146,8 @@ func DecodePageInput(b []byte) (*PageInput, error) {
 
 // Options tunes Build. The zero value means the documented defaults.
 type Options struct {
-	// ViewportThreshold is how far (CSS px) above/below each frame's viewport
-	// an element still counts as visible. 0 means the default 1000; a
+	// ViewportThreshold is how far (CSS px) beyond each frame's viewport, in
+	// every direction, an element still counts as visible. 0 means the default 1000; a
 	// negative value disables the viewport test (CSS visibility only).
 	ViewportThreshold float64
 	// MaxIframes bounds how many frame documents (same-process content

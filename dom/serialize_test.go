@@ -45,7 +45,10 @@ func TestVisibility(t *testing.T) {
 		{"no layout", E("button").NoLayout(), false},
 		{"within 1000px below", E("button").At(10, 800+900, 50, 20), true},
 		{"beyond 1000px below", E("button").At(10, 800+1100, 50, 20), false},
-		{"right of viewport", E("button").At(1300, 10, 50, 20), false},
+		{"within 1000px right", E("button").At(1280+900, 10, 50, 20), true},
+		{"beyond 1000px right", E("button").At(1280+1100, 10, 50, 20), false},
+		{"within 1000px left", E("button").At(-900, 10, 50, 20), true},
+		{"beyond 1000px left", E("button").At(-1100, 10, 50, 20), false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -188,8 +188,8 @@ type frameData struct {
 // documents and opts.MaxIframeDepth levels are stitched.
 //
 // Visibility: display, visibility, opacity > 0, a non-empty layout box, and
-// intersection with every enclosing frame's viewport (vertically widened by
-// opts.ViewportThreshold).
+// intersection with every enclosing frame's viewport (widened on every side
+// by opts.ViewportThreshold).
 //
 // Build does not modify input. It fails only on input it cannot interpret
 // (ErrNoFrames, or a *FrameError wrapping ErrNoDocument, ErrNoSnapshot or
@@ -471,7 +471,9 @@ func (b *builder) visible(n *Node) bool {
 	for f := n.Frame; f != nil; f = f.Parent {
 		v := f.View
 		if !v.Empty() {
-			if !(r.X < v.Right() && r.Right() > v.X && r.Y < v.Bottom()+thr && r.Bottom() > v.Y-thr) {
+			// Both directions: a wide row or a horizontally scrolled page
+			// is as reachable by scrolling as a long one.
+			if !(r.X < v.Right()+thr && r.Right() > v.X-thr && r.Y < v.Bottom()+thr && r.Bottom() > v.Y-thr) {
 				return false
 			}
 		}

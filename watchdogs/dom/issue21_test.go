@@ -59,3 +59,37 @@ func TestDOMWAXInSameProcessFrames(t *testing.T) {
 		})
 	}
 }
+
+// The viewport allowance applies sideways too: a button just past the
+// right edge of a wide row gets an index (the page info says there is more
+// to the right); one far beyond the allowance does not.
+func TestDOMWHorizontalAllowance(t *testing.T) {
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-issue21-wide.html"))
+	st := wdtest.State(t, ctx, s)
+	element(t, st, "near")
+	e := element(t, st, "just-past")
+	if e.Bounds == nil || e.Bounds.X < float64(st.Page.ViewportWidth) {
+		t.Fatalf("just-past bounds %+v, viewport %d wide: the fixture should put it past the edge", e.Bounds, st.Page.ViewportWidth)
+	}
+	if _, ok := indexOf(st, "far"); ok {
+		t.Fatalf("a button 5000 px to the right got an index:\n%s", st.DOMText)
+	}
+	if st.Page.PixelsRight <= 0 || st.Page.PageWidth <= st.Page.ViewportWidth {
+		t.Fatalf("page info %+v: more lies to the right", st.Page)
+	}
+	// Scrolled to the right, the elements left of the viewport keep their
+	// index within the allowance too.
+	wdtest.Eval(t, ctx, s, "scrollTo(700, 0), scrollX", nil)
+	st = wdtest.State(t, ctx, s)
+	if e := element(t, st, "near"); e.Bounds == nil || e.Bounds.X+e.Bounds.Width > 0 {
+		t.Fatalf("near bounds %+v after scrolling right: should be left of the viewport", e.Bounds)
+	}
+	clickIndex(t, ctx, s, element(t, st, "just-past").Index)
+	var clicked string
+	wdtest.Eval(t, ctx, s, "window.clicked || ''", &clicked)
+	if clicked != "just-past" {
+		t.Fatalf("click on just-past reached %q", clicked)
+	}
+}
