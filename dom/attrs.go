@@ -161,6 +161,19 @@ func (s *serializer) attrs(sn *sNode) string {
 		}
 		write(k, vals[k], s.opts.AttrCap, false)
 	}
+	if standsIn(n) {
+		// The model clicks the label; tell it what the hidden control is.
+		c := n.Control
+		if t := strings.ToLower(strings.TrimSpace(c.Attr("type"))); c.Tag == "input" && (t == "checkbox" || t == "radio") {
+			if _, ok := vals["role"]; !ok {
+				write("role", t, s.opts.AttrCap, false)
+			}
+			write("checked", checkedState(c), s.opts.AttrCap, false)
+		}
+		if c.HasAttr("disabled") {
+			write("disabled", "true", s.opts.AttrCap, false)
+		}
+	}
 	if n.Tag == "select" {
 		if c := selectCompound(n); c != "" {
 			write("compound_components", c, 4*s.opts.AttrCap, false)

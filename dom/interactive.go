@@ -63,7 +63,9 @@ func truthy(v string) bool {
 //  1. non-elements, html and body: no
 //  2. a JS click listener: yes
 //  3. iframe/frame larger than 100×100: yes
-//  4. label[for]: no; label or span wrapping input/select/textarea within 2 levels: yes
+//  4. a label standing in for a control no one can click (Node.StandIn): yes;
+//     other label[for]: no; label or span wrapping input/select/textarea
+//     within 2 levels: yes
 //  5. search-like words in class, id or data-* values: yes
 //  6. AX disabled/hidden: no; AX focusable/editable/settable true: yes;
 //     AX checked/expanded/pressed/selected present: yes; AX
@@ -85,6 +87,9 @@ func IsInteractive(n *Node) bool {
 		return true
 	}
 	if n.Tag == "label" {
+		if standsIn(n) {
+			return true
+		}
 		if n.Attr("for") != "" {
 			return false
 		}

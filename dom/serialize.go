@@ -488,7 +488,8 @@ func (s *serializer) assign(sn *sNode, inShadow bool) {
 		} else if sn.interactive() {
 			noLayout := n.Layout == nil || !n.Layout.HasLayout
 			shadowControl := inShadow && noLayout && (n.Tag == "input" || n.Tag == "button" || n.Tag == "select" || n.Tag == "textarea" || n.Tag == "a")
-			want = n.Visible || isFileInput(n) || shadowControl
+			// A control with a stand-in label is reached through the label.
+			want = n.Visible && n.StandIn == nil || isFileInput(n) || shadowControl
 		}
 		if want {
 			idx := int64(n.BackendNodeID)

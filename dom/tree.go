@@ -77,6 +77,15 @@ type Node struct {
 	AX          *AXInfo
 	HasListener bool
 	Visible     bool
+	// Control is, for a <label>, the control it labels: the labelable
+	// element its for= names in the same document or shadow root, else
+	// (no for=) the first labelable element it wraps. Nil otherwise.
+	Control *Node
+	// StandIn is, for a control no one can click where it is (hidden, or
+	// a box of at most 1 px: custom checkboxes draw their label instead),
+	// its first visible label: that label is indexed in its place, and the
+	// control is not. Nil otherwise.
+	StandIn *Node
 }
 
 // Attr returns an attribute value ("" if absent).
@@ -284,6 +293,7 @@ func Build(input *PageInput, opts Options) (*Tree, error) {
 		}
 		pending = rest
 	}
+	linkLabels(b.tree.Root)
 	return b.tree, nil
 }
 

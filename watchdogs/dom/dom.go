@@ -606,6 +606,11 @@ func elements(tree *dom.Tree, m *dom.SelectorMap) map[int]events.ElementInfo {
 		if n.AX != nil {
 			info.Role, info.Name = n.AX.Role, n.AX.Name
 		}
+		if c := n.Control; c != nil && c.StandIn == n && c.AX != nil && !c.AX.Ignored && c.AX.Role != "" {
+			// A label standing in for a hidden control: the model was told
+			// the control's role, so the table says it too.
+			info.Role, info.Name = c.AX.Role, c.AX.Name
+		}
 		if n.NumAttrs() > 0 {
 			info.Attributes = make(map[string]string, n.NumAttrs())
 			password := n.Tag == "input" && strings.EqualFold(n.Attr("type"), "password")

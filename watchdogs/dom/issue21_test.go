@@ -1,6 +1,7 @@
 package dom
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/browseragent/browseragent/events"
@@ -91,5 +92,58 @@ func TestDOMWHorizontalAllowance(t *testing.T) {
 	wdtest.Eval(t, ctx, s, "window.clicked || ''", &clicked)
 	if clicked != "just-past" {
 		t.Fatalf("click on just-past reached %q", clicked)
+	}
+}
+
+// Custom checkboxes and radios: the real control is visually hidden (opacity
+// 0, clip to 1 px, display:none, appearance:none at zero size) and its label
+// is drawn. The label gets the index and tells the control's kind and state;
+// the hidden control gets none; a label of a visible control stays unindexed.
+func TestDOMWCustomCheckboxLabels(t *testing.T) {
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-issue21-checkbox.html"))
+	st := wdtest.State(t, ctx, s)
+	want := map[string]string{ // label id → what its line must say
+		"terms-label":  "role=checkbox checked=false",
+		"news-label":   "role=checkbox checked=true",
+		"plan-a-label": "role=radio checked=false",
+		"plan-b-label": "role=radio checked=false",
+		"wrap-label":   "role=checkbox checked=false",
+	}
+	for id, state := range want {
+		e := element(t, st, id)
+		if l := line(st.DOMText, "id="+id+" "); e.Tag != "label" || !strings.Contains(l, state) {
+			t.Errorf("%s: tag %q line %q, want %q", id, e.Tag, l, state)
+		}
+	}
+	if e := element(t, st, "terms-label"); e.Role != "checkbox" || e.Name != "I accept the terms" {
+		t.Errorf("terms label element role %q name %q: the control's", e.Role, e.Name)
+	}
+	for _, id := range []string{"terms", "news", "plan-a", "plan-b", "wrapped", "plain-label"} {
+		if _, ok := indexOf(st, id); ok {
+			t.Errorf("%s got an index (the label stands in, or the control is visible)", id)
+		}
+	}
+	element(t, st, "plain")
+	if t.Failed() {
+		t.Fatalf("\n%s", st.DOMText)
+	}
+
+	// Clicking the labels toggles the hidden controls, and the next
+	// observation shows the new state.
+	for _, id := range []string{"terms-label", "news-label", "plan-b-label", "wrap-label"} {
+		clickIndex(t, ctx, s, element(t, st, id).Index)
+	}
+	var got []bool
+	wdtest.Eval(t, ctx, s, "['terms','news','plan-a','plan-b','wrapped'].map(id => document.getElementById(id).checked)", &got)
+	if len(got) != 5 || !got[0] || got[1] || got[2] || !got[3] || !got[4] {
+		t.Fatalf("checked after the clicks %v, want [true false false true true]", got)
+	}
+	st = wdtest.State(t, ctx, s)
+	for id, state := range map[string]string{"terms-label": "checked=true", "news-label": "checked=false", "plan-b-label": "checked=true", "wrap-label": "checked=true"} {
+		if l := line(st.DOMText, "id="+id+" "); !strings.Contains(l, state) {
+			t.Errorf("%s after the click: %q, want %s", id, l, state)
+		}
 	}
 }

@@ -1,0 +1,48 @@
+package dom
+
+import (
+	"strings"
+	"testing"
+)
+
+// A label stands in for a control that cannot be clicked where it is
+// (hidden, or a 1 px box); not for a visible control, nor a file input
+// (which keeps its own index); for= resolves in the label's own scope.
+func TestLabelStandsInForHiddenControl(t *testing.T) {
+	res, tree := render(t,
+		E("input").A("type", "checkbox", "id", "hidden").At(10, 10, 13, 13).S("opacity", "0").ID(50),
+		E("label", T("Hidden")).A("for", "hidden").At(30, 10, 100, 20).ID(51),
+		E("input").A("type", "radio", "id", "tiny").At(10, 40, 1, 1).ID(52),
+		E("label", T("Tiny")).A("for", "tiny").At(30, 40, 100, 20).ID(53),
+		E("input").A("type", "checkbox", "id", "shown").At(10, 70, 13, 13).ID(54),
+		E("label", T("Shown")).A("for", "shown").At(30, 70, 100, 20).ID(55),
+		E("input").A("type", "file", "id", "upload").At(10, 100, 100, 20).S("display", "none").ID(56),
+		E("label", T("Upload")).A("for", "upload").At(30, 100, 100, 20).ID(57),
+		E("div").At(10, 130, 300, 40).Shadow("open",
+			E("label", T("Shadow")).A("for", "hidden").At(10, 130, 100, 20).ID(58),
+		),
+		E("label", T("Wrapped"), E("input").A("type", "checkbox").At(10, 170, 13, 13).S("display", "none").ID(59)).At(10, 170, 100, 20).ID(60),
+	)
+	for idx, want := range map[string]string{"[51]": "role=checkbox checked=false", "[53]": "role=radio checked=false", "[60]": "role=checkbox checked=false"} {
+		if l := lineWith(res.Text, idx+"<label"); !strings.Contains(l, want) {
+			t.Errorf("%s: line %q, want %q", idx, l, want)
+		}
+	}
+	for _, idx := range []string{"[50]", "[52]", "[55]", "[57]", "[58]", "[59]"} {
+		if strings.Contains(res.Text, idx) {
+			t.Errorf("%s has an index", idx)
+		}
+	}
+	for _, idx := range []string{"[54]", "[56]"} {
+		if !strings.Contains(res.Text, idx) {
+			t.Errorf("%s has no index", idx)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("\n%s", res.Text)
+	}
+	shadowLabel := findNode(tree, func(n *Node) bool { return n.BackendNodeID == 58 })
+	if shadowLabel.Control != nil {
+		t.Fatalf("a label in a shadow root resolved for= in the document: %+v", shadowLabel.Control)
+	}
+}
