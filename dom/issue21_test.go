@@ -46,3 +46,20 @@ func TestLabelStandsInForHiddenControl(t *testing.T) {
 		t.Fatalf("a label in a shadow root resolved for= in the document: %+v", shadowLabel.Control)
 	}
 }
+
+// Clickable shapes inside an <svg> are listed under it, with their text;
+// the rest of the svg stays collapsed.
+func TestSVGClickableShapes(t *testing.T) {
+	res, _ := render(t,
+		E("svg",
+			E("circle").A("onclick", "f()").At(10, 10, 20, 20).ID(70),
+			E("rect").At(40, 10, 20, 20).ID(71),
+			E("g", E("rect").At(70, 10, 20, 20), E("text", T("Go")).At(70, 10, 20, 20)).Listener().At(70, 10, 20, 20).ID(72),
+		).At(0, 0, 100, 40).ID(69),
+		E("svg", E("path").At(0, 50, 20, 20)).At(0, 50, 200, 20),
+	)
+	want := "<svg />\n\t[70]<circle />\n\t[72]<g />\n\t\tGo\n<svg /> <!-- SVG content collapsed -->"
+	if !strings.Contains(res.Text, want) {
+		t.Fatalf("got\n%s\nwant\n%s", res.Text, want)
+	}
+}

@@ -250,7 +250,8 @@ func (s *serializer) simplify(n *Node) *sNode {
 	sn := s.newS(n)
 	if n.Tag == "svg" {
 		if n.Visible {
-			return sn // children collapsed
+			s.svgShapes(sn, n, false) // the rest is collapsed
+			return sn
 		}
 		return nil
 	}
@@ -282,6 +283,42 @@ func (s *serializer) simplify(n *Node) *sNode {
 		return sn
 	}
 	return nil
+}
+
+// svgShapes adds under parent the clickable elements inside an inline
+// <svg> (shapes, groups, links: see svgClickable), flattened, each with
+// the visible text it holds; everything else inside stays collapsed.
+func (s *serializer) svgShapes(parent *sNode, n *Node, inShape bool) {
+	for _, c := range n.Children {
+		switch {
+		case c.Type == TextNode:
+			if inShape && c.Visible && strings.TrimSpace(c.Value) != "" {
+				parent.children = append(parent.children, s.newS(c))
+			}
+		case c.Type != ElementNode || disabledElements[c.Tag]:
+		case c.Visible && svgClickable(c):
+			cs := s.newS(c)
+			s.svgShapes(cs, c, true)
+			parent.children = append(parent.children, cs)
+		default:
+			s.svgShapes(parent, c, inShape)
+		}
+	}
+}
+
+// svgClickable reports an element inside an <svg> that a person can click
+// for an effect: a JS click listener, an on* mouse/key handler or
+// tabindex, an interactive role, or an SVG link.
+func svgClickable(n *Node) bool {
+	if n.HasListener || n.Tag == "a" {
+		return true
+	}
+	for _, a := range interactiveAttrs {
+		if n.HasAttr(a) {
+			return true
+		}
+	}
+	return interactiveRoles[n.Attr("role")]
 }
 
 // prune drops invisible childless nodes (keeping text, scrollables, file
@@ -578,7 +615,15 @@ func (s *serializer) render(sn *sNode, depth int, out []outLine) []outLine {
 		if a := s.attrs(sn); a != "" {
 			line += " " + a
 		}
-		return append(out, outLine{text: line + " /> <!-- SVG content collapsed -->", indexed: sn.indexed})
+		if len(sn.children) == 0 {
+			return append(out, outLine{text: line + " /> <!-- SVG content collapsed -->", indexed: sn.indexed})
+		}
+		// Only the clickable shapes follow, one level deeper.
+		out = append(out, outLine{text: line + " />", indexed: sn.indexed})
+		for _, c := range sn.children {
+			out = s.render(c, depth+1, out)
+		}
+		return out
 	}
 	isFrame := n.Tag == "iframe" || n.Tag == "frame"
 	scroll := isScrollable(n)

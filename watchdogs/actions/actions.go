@@ -165,10 +165,21 @@ const Name = "actions"
 //     coordinates).
 //   - A target that is not in the selector map, is gone or is detached is an
 //     error wrapping session.ErrElementNotFound, never a success.
-//   - A click is a real mouse click at a visible point that a hit test
-//     proves reaches the element; only a covered element, one without a box,
-//     or a checkbox the mouse did not toggle is clicked with JavaScript, and
-//     the result says so (Method "js_fallback", the reason in Detail).
+//   - A click (and a hover) is real mouse input at a visible point that a
+//     hit test proves reaches the element. A covered element is first
+//     scrolled to other alignments to get it out from under a sticky or
+//     fixed header; an element without a box of its own (display:contents)
+//     is clicked at a visible descendant's point; a visually hidden checkbox
+//     or radio is clicked through its visible label.
+//   - JavaScript clicks only an element that is visible but refuses real
+//     mouse input: one still covered after uncovering (a modal, an
+//     overlay), or a checkbox or radio the mouse click did not toggle. The
+//     result says so (Method "js_fallback", the reason in Detail).
+//   - An element a person cannot see (display:none, visibility:hidden, no
+//     layout box) is never clicked or hovered: the error wraps
+//     ErrNotVisible and no page handler runs.
+//   - Checkboxes, radios and labels of one are verified: Checked is the
+//     state after the click and the verdict changed when it toggled.
 //   - The verdict is refined to dialog, download or new_tab when the action
 //     set one off (observed only: dialogs are answered by whoever handles
 //     them, such as the popups watchdog; until then a click that opened one
@@ -295,10 +306,14 @@ type elementInfo struct {
 	Tag       string `json:"tag"`
 	Type      string `json:"type"`
 	Role      string `json:"role"`
-	Checked   *bool  `json:"checked"`
-	Desc      string `json:"desc"`
-	Link      bool   `json:"link"`
-	Editable  bool   `json:"editable"`
+	Checked   *bool  `json:"checked"` // of a label: its checkbox or radio control's
+	Control   string `json:"control"` // of a label: its control's type, checkbox or radio
+	// HiddenControl: a checkbox or radio input a person cannot see
+	// (display:none, opacity 0, 1px, clipped) but whose label they can.
+	HiddenControl bool   `json:"hiddenControl"`
+	Desc          string `json:"desc"`
+	Link          bool   `json:"link"`
+	Editable      bool   `json:"editable"`
 }
 
 // descJS describes an element briefly for messages: <tag id=x>.
@@ -317,7 +332,7 @@ func withDescribe(src string) string {
 //go:embed js/info.js
 var infoJSSrc string
 
-var infoJS = withDescribe(infoJSSrc)
+var infoJS = strings.ReplaceAll(withDescribe(infoJSSrc), "VISIBLE_LABEL", strings.TrimSpace(visibleLabelJSSrc))
 
 // gone wraps session.ErrElementNotFound for a node that is no longer
 // in the page.

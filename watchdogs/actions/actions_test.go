@@ -300,9 +300,15 @@ func TestActionsClickInertSelectFile(t *testing.T) {
 	if res.Outcome.Verdict != events.VerdictNoChange || res.Method != "mouse" {
 		t.Fatalf("inert text: verdict %s method %s, want no_change by mouse", res.Outcome.Verdict, res.Method)
 	}
+	// display:none: no person could click it, so nothing is clicked.
 	res, err = bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: at.el("#hidden")})
-	if err != nil || res.Method != "js_fallback" || !strings.Contains(res.Outcome.Detail, "no visible box") {
-		t.Fatalf("hidden button: %v, method %q, detail %q", err, res.Method, res.Outcome.Detail)
+	if !errors.Is(err, ErrNotVisible) || res.Method != "" || !strings.Contains(res.Outcome.Detail, "no visible box") {
+		t.Fatalf("hidden button: %v, method %q, detail %q; want ErrNotVisible", err, res.Method, res.Outcome.Detail)
+	}
+	var hiddenClicks int
+	at.eval(at.page(), "(window.clicks.hidden || []).length", &hiddenClicks)
+	if hiddenClicks != 0 {
+		t.Fatalf("the hidden button's handler ran %d times, want 0", hiddenClicks)
 	}
 	_, err = bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: at.el("#sel")})
 	if err == nil || !strings.Contains(err.Error(), "select_dropdown") {

@@ -3,7 +3,6 @@ package actions
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"math"
 
@@ -66,34 +65,38 @@ func (a *Watchdog) click(ctx context.Context, s *session.Session, ev events.Clic
 	return res, err
 }
 
-// clickElement clicks a resolved element with real mouse events at
-// a visible point that a hit test proves reaches it; it falls back to a
-// JavaScript click only when the element is covered or has no box, and says
-// so. Checkboxes and radios are verified.
+// clickElement clicks a resolved element with real mouse events at a
+// visible point that a hit test proves reaches it (see reach: a covered
+// element is first scrolled out from under its cover). A visually hidden
+// checkbox or radio is clicked through its visible label, as a person
+// would. It falls back to a JavaScript click only when the element stayed
+// covered or is a checkbox the mouse did not toggle, and says so; an
+// element nobody can see is refused with ErrNotVisible. Checkboxes and
+// radios, and labels of one, are verified.
 func (a *Watchdog) clickElement(ctx context.Context, el *element, button events.MouseButton, res *events.ClickResult, run *actionRun) error {
-	p, err := visiblePoint(ctx, el)
-	var why string
-	switch {
-	case errors.Is(err, errNoGeometry):
-		why = "the element has no visible box"
-	case err != nil:
-		return err
-	default:
-		ok, cover, err := hitTest(ctx, el, p)
+	aim := el
+	if el.info.HiddenControl {
+		lbl, err := visibleLabel(ctx, el)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			why = "covered by " + cover
+		if lbl != nil {
+			aim = lbl
+			run.addDetail(fmt.Sprintf("the %s %s is visually hidden; clicked its label %s", el.info.Type, el.info.Desc, lbl.info.Desc))
 		}
-		res.X, res.Y = p.X, p.Y
 	}
-	if why == "" {
+	p, cover, err := reach(ctx, aim, "click")
+	if err != nil {
+		return err
+	}
+	res.X, res.Y = p.X, p.Y
+	if cover == "" {
 		if err := mouseClick(ctx, el.sess, p.X, p.Y, button); err != nil {
 			return fmt.Errorf("actions: click: %w", err)
 		}
 		res.Method = methodMouse
 	} else {
+		why := "covered by " + cover
 		if button != "" && button != events.ButtonLeft {
 			return fmt.Errorf("actions: cannot %s-click: %s", button, why)
 		}
@@ -112,7 +115,7 @@ func (a *Watchdog) clickElement(ctx context.Context, el *element, button events.
 	if err := pagejs.CallOn(ctx, el.sess, el.obj, checkedJS, &after); err != nil {
 		return fmt.Errorf("actions: reading checked state: %w", err)
 	}
-	radio := el.info.Type == "radio" || el.info.Role == "radio"
+	radio := el.info.Type == "radio" || el.info.Role == "radio" || el.info.Control == "radio"
 	toggled := after != before || (radio && before)
 	if !toggled && res.Method == methodMouse {
 		if err := pagejs.CallOn(ctx, el.sess, el.obj, jsClickJS, nil); err != nil {
@@ -197,19 +200,12 @@ func (a *Watchdog) hover(ctx context.Context, s *session.Session, ev events.Hove
 	}
 	run := a.begin(ctx, s, el.sess)
 	err = func() error {
-		p, err := visiblePoint(ctx, el)
-		if errors.Is(err, errNoGeometry) {
-			return fmt.Errorf("actions: cannot hover %s: it has no visible box", targetName(ev.Target))
-		}
+		p, cover, err := reach(ctx, el, "hover")
 		if err != nil {
 			return err
 		}
 		res.X, res.Y = p.X, p.Y
-		ok, cover, err := hitTest(ctx, el, p)
-		if err != nil {
-			return err
-		}
-		if !ok {
+		if cover != "" {
 			run.addDetail("covered by " + cover + "; the pointer is over the cover")
 		}
 		_, err = cdpproto.Call(ctx, el.sess, input.DispatchMouseEvent, input.DispatchMouseEventParams{Type: input.DispatchMouseEventTypeMouseMoved, X: p.X, Y: p.Y})

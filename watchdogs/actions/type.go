@@ -141,7 +141,17 @@ func (a *Watchdog) typeInto(ctx context.Context, el *element, ev events.TypeText
 		if perr != nil {
 			return fmt.Errorf("actions: cannot focus %s: %v", el.info.Desc, err)
 		}
-		// Some widgets only take focus from a pointer.
+		// Some widgets only take focus from a pointer. Uncover the field
+		// first if something covers it; if it stays covered the click goes
+		// to the cover, which may be a floating label that forwards focus.
+		if q, cover, err := uncover(ctx, el, el, p, "click"); err != nil {
+			if ctx.Err() != nil || errors.Is(err, ErrNotVisible) {
+				return err
+			}
+		} else if cover == "" {
+			p = q
+			res.X, res.Y = p.X, p.Y
+		}
 		if err := mouseClick(ctx, el.sess, p.X, p.Y, ""); err != nil {
 			return fmt.Errorf("actions: cannot focus %s: %w", el.info.Desc, err)
 		}

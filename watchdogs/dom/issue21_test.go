@@ -147,3 +147,38 @@ func TestDOMWCustomCheckboxLabels(t *testing.T) {
 		}
 	}
 }
+
+// Shapes of an inline SVG with an onclick attribute or a JS click listener
+// get an index under their (still collapsed) <svg>; an SVG with nothing
+// clickable inside stays one collapsed line.
+func TestDOMWSVGShapes(t *testing.T) {
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-issue21-svg.html"))
+	st := wdtest.State(t, ctx, s)
+	ids := []string{"dot", "bar", "tri", "grp"}
+	for _, id := range ids {
+		element(t, st, id)
+	}
+	if _, ok := indexOf(st, "inert"); ok {
+		t.Fatalf("a shape without a handler got an index:\n%s", st.DOMText)
+	}
+	if l := line(st.DOMText, "id=deco"); !strings.Contains(l, "collapsed") {
+		t.Fatalf("decorative svg line %q\n%s", l, st.DOMText)
+	}
+	chart, dot := line(st.DOMText, "<svg id=chart"), line(st.DOMText, "<circle id=dot")
+	if chart == "" || strings.Count(dot, "\t") != strings.Count(chart, "\t")+1 {
+		t.Fatalf("shapes not listed under their svg:\n%s", st.DOMText)
+	}
+	if g := line(st.DOMText, "<g id=grp"); !strings.Contains(st.DOMText, g+"\n"+strings.Repeat("\t", strings.Count(g, "\t")+1)+"Go") {
+		t.Fatalf("the group's text does not follow it:\n%s", st.DOMText)
+	}
+	for _, id := range ids {
+		clickIndex(t, ctx, s, element(t, st, id).Index)
+	}
+	var hits []string
+	wdtest.Eval(t, ctx, s, "window.hits", &hits)
+	if strings.Join(hits, ",") != "dot,bar,tri,grp" {
+		t.Fatalf("clicks reached %v", hits)
+	}
+}
