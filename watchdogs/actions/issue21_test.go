@@ -224,3 +224,36 @@ func TestClickCustomRadioGroup(t *testing.T) {
 		t.Fatalf("label Large again: %v, Checked %v, page %q", err, res.Checked, checked())
 	}
 }
+
+func TestTypeSpecialInputsVerdict(t *testing.T) {
+	at := start(t, "/actions-issue21-special.html", Config{})
+	for _, tc := range []struct{ id, value string }{
+		{"range", "70"},
+		{"color", "#ff8800"},
+		{"date", "2024-03-15"},
+		{"time", "13:45"},
+		{"datetime-local", "2024-03-15T13:45"},
+		{"month", "2024-03"},
+		{"week", "2024-W11"},
+	} {
+		target := at.el("#" + tc.id)
+		res, err := bus.Call(at.ctx, at.s.Bus(), events.TypeText, events.TypeTextEvent{Target: target, Text: tc.value, Clear: true})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.id, err)
+		}
+		if got := at.str("document.getElementById('" + tc.id + "').value"); got != tc.value || res.ActualValue != tc.value {
+			t.Fatalf("%s: page value %q, ActualValue %q, want %q", tc.id, got, res.ActualValue, tc.value)
+		}
+		if res.Outcome.Verdict != events.VerdictChanged {
+			t.Fatalf("%s: verdict %s (%s), want changed", tc.id, res.Outcome.Verdict, res.Outcome.Detail)
+		}
+		// The same value again changes nothing, and fires no input event.
+		res, err = bus.Call(at.ctx, at.s.Bus(), events.TypeText, events.TypeTextEvent{Target: target, Text: tc.value, Clear: true})
+		if err != nil || res.Outcome.Verdict != events.VerdictNoChange {
+			t.Fatalf("%s again: %v, verdict %s (%s), want no_change", tc.id, err, res.Outcome.Verdict, res.Outcome.Detail)
+		}
+		if n := at.num("window.inputs['" + tc.id + "'] || 0"); n != 1 {
+			t.Fatalf("%s: %d input events, want 1", tc.id, n)
+		}
+	}
+}

@@ -44,7 +44,8 @@ var editableJS string
 
 // setValueJS sets a value through the native setter (so frameworks
 // that track the value, like React, see the change) and fires input and
-// change. It returns the value the element accepted.
+// change if the value changed. It returns the value before and the value
+// the element accepted.
 //
 //go:embed js/set_value.js
 var setValueJS string
@@ -157,10 +158,14 @@ func (a *Watchdog) typeInto(ctx context.Context, el *element, ev events.TypeText
 		}
 	}
 	if format, ok := specialInputs[el.info.Type]; ok && el.info.Tag == "input" {
-		var got string
-		if err := pagejs.CallOn(ctx, el.sess, el.obj, setValueJS, &got, ev.Text); err != nil {
+		var set struct {
+			Old   string `json:"old"`
+			Value string `json:"value"`
+		}
+		if err := pagejs.CallOn(ctx, el.sess, el.obj, setValueJS, &set, ev.Text); err != nil {
 			return fmt.Errorf("actions: setting the %s input: %w", el.info.Type, err)
 		}
+		got := set.Value
 		res.ActualValue = got
 		if secret {
 			res.ActualValue = mask(got)
@@ -170,6 +175,12 @@ func (a *Watchdog) typeInto(ctx context.Context, el *element, ev events.TypeText
 		}
 		if got != ev.Text && el.info.Type != "range" && el.info.Type != "color" {
 			run.addDetail(fmt.Sprintf("the %s input normalised the value", el.info.Type))
+		}
+		if got != set.Old {
+			// A new value is a change even though the page's structure is not.
+			run.verdict, run.override = events.VerdictChanged, true
+		} else {
+			run.addDetail(fmt.Sprintf("the %s input already had this value", el.info.Type))
 		}
 		return nil
 	}
