@@ -155,10 +155,16 @@ type DropdownOptionsResult struct {
 var GetDropdownOptions = def[GetDropdownOptionsEvent, DropdownOptionsResult]("GetDropdownOptions", 15*sec)
 
 // SelectDropdownOptionEvent asks to select the option whose text (or value)
-// is Text. Emitted by the agent; handled by the actions watchdog.
+// is Text. Emitted by the agent; handled by the actions watchdog. On a
+// multiple select or multiselectable listbox the option is added to the
+// selection unless Clear is set.
 type SelectDropdownOptionEvent struct {
 	Target
 	Text string
+	// Clear makes the chosen option the only selected one: the other
+	// selected options are deselected first. On a single select it changes
+	// nothing (choosing an option there replaces the selection anyway).
+	Clear bool
 }
 
 // SelectDropdownResult is the selection made.

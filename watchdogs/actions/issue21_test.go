@@ -2,6 +2,7 @@ package actions
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -255,5 +256,74 @@ func TestTypeSpecialInputsVerdict(t *testing.T) {
 		if n := at.num("window.inputs['" + tc.id + "'] || 0"); n != 1 {
 			t.Fatalf("%s: %d input events, want 1", tc.id, n)
 		}
+	}
+}
+
+func TestSelectMultipleClear(t *testing.T) {
+	at := start(t, "/actions-issue21-multiselect.html", Config{})
+	selected := func(id string) []string {
+		var v []string
+		at.eval(at.page(), "Array.from(document.getElementById('"+id+"').selectedOptions).map(o => o.value)", &v)
+		return v
+	}
+	res, err := bus.Call(at.ctx, at.s.Bus(), events.SelectDropdownOption, events.SelectDropdownOptionEvent{Target: at.el("#multi"), Text: "Green", Clear: true})
+	if err != nil {
+		t.Fatalf("clear and pick: %v", err)
+	}
+	if got := selected("multi"); !reflect.DeepEqual(got, []string{"g"}) {
+		t.Fatalf("selection %v, want [g]", got)
+	}
+	if !res.Selected.Selected || !strings.Contains(res.Outcome.Detail, `deselected "Red", "Blue"`) {
+		t.Fatalf("result %+v detail %q, want Green selected and Red, Blue named as deselected", res.Selected, res.Outcome.Detail)
+	}
+	if c, i := at.num("window.events['multi:change'] || 0"), at.num("window.events['multi:input'] || 0"); c != 1 || i != 1 {
+		t.Fatalf("%d change and %d input events, want one of each", c, i)
+	}
+	// Without Clear: added to the selection.
+	if _, err := bus.Call(at.ctx, at.s.Bus(), events.SelectDropdownOption, events.SelectDropdownOptionEvent{Target: at.el("#multi2"), Text: "Green"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := selected("multi2"); !reflect.DeepEqual(got, []string{"r", "g", "b"}) {
+		t.Fatalf("selection without Clear %v, want [r g b]", got)
+	}
+	// A single select: Clear changes nothing.
+	if _, err := bus.Call(at.ctx, at.s.Bus(), events.SelectDropdownOption, events.SelectDropdownOptionEvent{Target: at.el("#single"), Text: "Beta", Clear: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := selected("single"); !reflect.DeepEqual(got, []string{"b"}) {
+		t.Fatalf("single selection %v, want [b]", got)
+	}
+}
+
+func TestSelectAriaMultiselectableClear(t *testing.T) {
+	at := start(t, "/actions-issue21-multiselect.html", Config{})
+	selected := func() []string {
+		var v []string
+		at.eval(at.page(), "Array.from(document.querySelectorAll('#lb [aria-selected=true]')).map(o => o.id)", &v)
+		return v
+	}
+	// Adding an option already selected leaves it selected.
+	if _, err := bus.Call(at.ctx, at.s.Bus(), events.SelectDropdownOption, events.SelectDropdownOptionEvent{Target: at.el("#lb"), Text: "Ham"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := selected(); !reflect.DeepEqual(got, []string{"o-cheese", "o-ham"}) {
+		t.Fatalf("after adding Ham: %v, want cheese and ham", got)
+	}
+	res, err := bus.Call(at.ctx, at.s.Bus(), events.SelectDropdownOption, events.SelectDropdownOptionEvent{Target: at.el("#lb"), Text: "Olives", Clear: true})
+	if err != nil {
+		t.Fatalf("clear and pick: %v", err)
+	}
+	if got := selected(); !reflect.DeepEqual(got, []string{"o-olives"}) {
+		t.Fatalf("after clear and pick Olives: %v, want only olives", got)
+	}
+	if !res.Selected.Selected || !strings.Contains(res.Outcome.Detail, `deselected "Cheese", "Ham"`) {
+		t.Fatalf("result %+v detail %q", res.Selected, res.Outcome.Detail)
+	}
+	// Without Clear: added.
+	if _, err := bus.Call(at.ctx, at.s.Bus(), events.SelectDropdownOption, events.SelectDropdownOptionEvent{Target: at.el("#lb"), Text: "Basil"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := selected(); !reflect.DeepEqual(got, []string{"o-olives", "o-basil"}) {
+		t.Fatalf("after adding Basil: %v", got)
 	}
 }

@@ -299,14 +299,24 @@ func optionNotFound(name, text string, opts []option) error {
 	return fmt.Errorf("actions: option %q not found in %s; available options: %s", text, name, strings.Join(names, ", "))
 }
 
-// selectNativeJS selects an option of a native <select>.
+// selectNativeJS selects an option of a native <select>, with clear
+// deselecting the others of a multiple select first.
 //
 //go:embed js/select_native.js
 var selectNativeJS string
 
+// ariaSelectedJS reads an ARIA option's aria-selected.
+//
+//go:embed js/aria_selected.js
+var ariaSelectedJS string
+
 // selectOption handles SelectDropdownOption. A native <select> selects the
-// option (adding it to a multiple select's selection) and fires input and
-// change; an ARIA combobox is opened if needed and the option clicked.
+// option (adding it to a multiple select's selection, or with Clear making
+// it the only one) and fires input and change once; an ARIA combobox is
+// opened if needed and the option clicked (on a multiselectable listbox
+// with Clear, the other selected options are clicked first to deselect
+// them; an option already selected there is not clicked again, which
+// would deselect it).
 func (a *Watchdog) selectOption(ctx context.Context, s *session.Session, ev events.SelectDropdownOptionEvent) (events.SelectDropdownResult, error) {
 	var res events.SelectDropdownResult
 	fail := func(err error) (events.SelectDropdownResult, error) {
@@ -328,18 +338,27 @@ func (a *Watchdog) selectOption(ctx context.Context, s *session.Session, ev even
 	run := a.begin(ctx, s, el.sess)
 	err = func() error {
 		if l.Kind == "native" {
-			i, o, opt, err := pickOption(ctx, el, l, ev.Text, name)
+			_, o, opt, err := pickOption(ctx, el, l, ev.Text, name)
 			if err != nil {
 				return err
 			}
-			var selected bool
-			if err := pagejs.CallOn(ctx, el.sess, opt.obj, selectNativeJS, &selected, i); err != nil {
+			var out struct {
+				Selected   bool     `json:"selected"`
+				Deselected []string `json:"deselected"`
+			}
+			if err := pagejs.CallOn(ctx, el.sess, opt.obj, selectNativeJS, &out, ev.Clear); err != nil {
 				return err
 			}
-			res.Selected = events.DropdownOption{Index: o.Index, Text: o.Text, Value: o.Value, Selected: selected}
-			if l.Multiple {
+			res.Selected = events.DropdownOption{Index: o.Index, Text: o.Text, Value: o.Value, Selected: out.Selected}
+			switch {
+			case l.Multiple && ev.Clear:
+				if len(out.Deselected) > 0 {
+					run.addDetail("deselected " + quoteList(out.Deselected))
+				}
+				run.addDetail(fmt.Sprintf("selected %q as the only option", o.Text))
+			case l.Multiple:
 				run.addDetail(fmt.Sprintf("added %q to the selection", o.Text))
-			} else {
+			default:
 				run.addDetail(fmt.Sprintf("selected %q", o.Text))
 			}
 			return nil
@@ -351,18 +370,38 @@ func (a *Watchdog) selectOption(ctx context.Context, s *session.Session, ev even
 		if opened {
 			run.addDetail("opened the dropdown")
 		}
+		i := matchOption(l.Options, ev.Text)
+		if i < 0 {
+			return optionNotFound(name, ev.Text, l.Options)
+		}
+		if l.Multiple && ev.Clear && !l.Options[i].Disabled {
+			if err := a.deselectOthers(ctx, el, l, i, run); err != nil {
+				return err
+			}
+		}
 		_, o, opt, err := pickOption(ctx, el, l, ev.Text, name)
 		if err != nil {
 			return err
 		}
-		var cr events.ClickResult
-		if err := a.clickElement(ctx, opt, "", &cr, run); err != nil {
-			return fmt.Errorf("actions: clicking option %q: %w", o.Text, err)
-		}
 		var sel *bool
-		_ = pagejs.CallOn(ctx, el.sess, opt.obj, `function(){ return this.isConnected ? this.getAttribute('aria-selected') === 'true' : null; }`, &sel)
+		if l.Multiple {
+			// Clicking a selected option of a multiselectable listbox
+			// deselects it: adding it means leaving it as it is.
+			if err := pagejs.CallOn(ctx, opt.sess, opt.obj, ariaSelectedJS, &sel); err != nil {
+				return err
+			}
+		}
+		if sel != nil && *sel {
+			run.addDetail(fmt.Sprintf("option %q was already selected", o.Text))
+		} else {
+			var cr events.ClickResult
+			if err := a.clickElement(ctx, opt, "", &cr, run); err != nil {
+				return fmt.Errorf("actions: clicking option %q: %w", o.Text, err)
+			}
+			_ = pagejs.CallOn(ctx, opt.sess, opt.obj, ariaSelectedJS, &sel)
+			run.addDetail(fmt.Sprintf("clicked option %q", o.Text))
+		}
 		res.Selected = events.DropdownOption{Index: o.Index, Text: o.Text, Value: o.Value, Selected: sel == nil || *sel}
-		run.addDetail(fmt.Sprintf("clicked option %q", o.Text))
 		return nil
 	}()
 	res.Outcome = run.end(ctx, err)
@@ -371,6 +410,45 @@ func (a *Watchdog) selectOption(ctx context.Context, s *session.Session, ev even
 		res.Outcome.Verdict = events.VerdictChanged
 	}
 	return res, err
+}
+
+// deselectOthers clicks every selected option of the ARIA listbox l but
+// the i-th, and verifies each is then deselected (aria-selected).
+func (a *Watchdog) deselectOthers(ctx context.Context, el *element, l optionList, i int, run *actionRun) error {
+	var dropped []string
+	for j, x := range l.Options {
+		if j == i || !x.Selected {
+			continue
+		}
+		opt, err := optionAt(ctx, el, j, x.Text)
+		if err != nil {
+			return err
+		}
+		var cr events.ClickResult
+		if err := a.clickElement(ctx, opt, "", &cr, run); err != nil {
+			return fmt.Errorf("actions: clicking option %q to deselect it: %w", x.Text, err)
+		}
+		var sel *bool
+		if err := pagejs.CallOn(ctx, opt.sess, opt.obj, ariaSelectedJS, &sel); err != nil {
+			return err
+		}
+		if sel != nil && *sel {
+			return fmt.Errorf("actions: clicking option %q did not deselect it (aria-selected is still true); this listbox may need another way to deselect, such as a clear button", x.Text)
+		}
+		dropped = append(dropped, x.Text)
+	}
+	if len(dropped) > 0 {
+		run.addDetail("deselected " + quoteList(dropped))
+	}
+	return nil
+}
+
+func quoteList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
 }
 
 // fileInputJS finds the file input an element stands for: itself,
@@ -463,10 +541,15 @@ func pickOption(ctx context.Context, el *element, l optionList, text, name strin
 	if o.Disabled {
 		return i, o, nil, fmt.Errorf("actions: option %q of %s is disabled", o.Text, name)
 	}
+	opt, err := optionAt(ctx, el, i, o.Text)
+	return i, o, opt, err
+}
+
+// optionAt resolves the i-th option of el's list.
+func optionAt(ctx context.Context, el *element, i int, text string) (*element, error) {
 	optID, ok, err := objectNode(ctx, el.sess, el.obj, listJS, i)
 	if err != nil || !ok {
-		return i, o, nil, fmt.Errorf("actions: option %q of %s vanished: %v", o.Text, name, err)
+		return nil, fmt.Errorf("actions: option %q vanished: %v", text, err)
 	}
-	opt, err := resolveNode(ctx, el.sess, optID, "the option")
-	return i, o, opt, err
+	return resolveNode(ctx, el.sess, optID, "the option")
 }
