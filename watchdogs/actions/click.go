@@ -190,7 +190,9 @@ func (a *Watchdog) clickCoordinate(ctx context.Context, s *session.Session, ev e
 }
 
 // hover handles Hover: the pointer moves over the element's visible
-// point, so :hover styles and mouseenter/mouseover handlers run.
+// point, so :hover styles and mouseenter/mouseover handlers run. The point
+// is found as for a click (reach): uncovered from a sticky header if it
+// can be; an element nobody can see is an error wrapping ErrNotVisible.
 func (a *Watchdog) hover(ctx context.Context, s *session.Session, ev events.HoverEvent) (events.HoverResult, error) {
 	var res events.HoverResult
 	el, err := a.resolve(ctx, s, ev.Target)
