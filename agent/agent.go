@@ -95,6 +95,9 @@ type Agent struct {
 	log     *zap.Logger
 	// extractModel is Settings.ExtractModel as given (nil: the step model).
 	extractModel llm.Model
+	// compactor writes history summaries: CompactionModel, else
+	// extractModel, else the step model.
+	compactor llm.Model
 
 	mu      sync.Mutex
 	running bool
@@ -109,6 +112,8 @@ type Agent struct {
 	wantShot  bool
 	loop      *loopDetector
 	started   bool
+	plan      []PlanItem
+	compact   compactState
 }
 
 // New returns an agent for task, driving model over b (a *session.Session,
@@ -185,6 +190,10 @@ func (a *Agent) setModel(model llm.Model) {
 	if a.set.ExtractModel == nil {
 		a.set.ExtractModel = model
 	}
+	a.compactor = a.set.CompactionModel
+	if a.compactor == nil {
+		a.compactor = a.set.ExtractModel
+	}
 	if len(a.set.Observers) == 0 {
 		return
 	}
@@ -193,6 +202,9 @@ func (a *Agent) setModel(model llm.Model) {
 	}
 	if a.set.ExtractModel != nil {
 		a.set.ExtractModel = &observedModel{inner: a.set.ExtractModel, a: a, purpose: "extract"}
+	}
+	if a.compactor != nil {
+		a.compactor = &observedModel{inner: a.compactor, a: a, purpose: "compact"}
 	}
 }
 
@@ -358,10 +370,7 @@ func (a *Agent) connected(ctx context.Context) bool {
 
 // account adds a finished item to the result.
 func (a *Agent) account(res *Result, item *HistoryItem) {
-	res.Usage.PromptTokens += item.Usage.PromptTokens
-	res.Usage.CompletionTokens += item.Usage.CompletionTokens
-	res.Usage.TotalTokens += item.Usage.TotalTokens
-	res.Usage.CachedTokens += item.Usage.CachedTokens
+	addUsage(&res.Usage, item.Usage)
 	if item.Error != "" {
 		res.Errors = append(res.Errors, fmt.Sprintf("step %d: %s", item.Step, item.Error))
 	}
@@ -493,9 +502,13 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 	case a.set.BudgetWarning > 0 && float64(i+1) >= a.set.BudgetWarning*float64(a.set.MaxSteps):
 		nudges = append(nudges, fmt.Sprintf("BUDGET WARNING: you have used %d of %d steps. Consolidate what you have and call done soon.", i+1, a.set.MaxSteps))
 	}
+	if !forceDone {
+		nudges = append(nudges, a.planNudges(i)...)
+	}
 	if m := a.loop.nudge(); m != "" {
 		nudges = append(nudges, m)
 	}
+	a.compactHistory(sctx, &item)
 	msgs := a.messages(&st, n, i, offered, nudges)
 	a.readState = nil
 
@@ -507,6 +520,9 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 		item.Actions = append(item.Actions, ActionRecord{Name: "done", Result: *fin, Error: "", Verdict: ""})
 	default:
 		item.Output = out
+		if a.set.planning() {
+			a.plan = applyPlan(a.plan, out)
+		}
 		if len(out.Dropped) > 0 {
 			item.Notes = append(item.Notes, fmt.Sprintf("You sent more than %d actions; these were dropped without running: %s.", a.set.MaxActionsPerStep, strings.Join(out.Dropped, ", ")))
 		}
@@ -516,6 +532,9 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 	var calls []ActionCall
 	if out != nil {
 		calls = out.Action
+	}
+	if len(a.plan) > 0 && a.set.planning() {
+		item.Plan = append([]PlanItem(nil), a.plan...)
 	}
 	a.finishTimeout(ctx, sctx, &item, calls)
 	a.finish(ctx, &item)
@@ -605,7 +624,8 @@ func (a *Agent) stepStarted(ctx context.Context, n int) {
 // (no content, or no action) is asked once more; a second one ends the run
 // with a failed done (fin). A malformed reply is an *OutputError.
 func (a *Agent) ask(ctx context.Context, msgs []llm.Message, offered []ActionSpec, item *HistoryItem) (*AgentOutput, *ActionResult, error) {
-	schema := outputSchema(offered, a.set.MaxActionsPerStep)
+	mode, planning := a.set.ReplyMode, a.set.planning()
+	schema := replySchema(offered, a.set.MaxActionsPerStep, mode, planning)
 	for attempt := 0; attempt < 2; attempt++ {
 		lctx, cancel := context.WithTimeout(ctx, a.set.LLMTimeout)
 		start := time.Now()
@@ -613,15 +633,12 @@ func (a *Agent) ask(ctx context.Context, msgs []llm.Message, offered []ActionSpe
 		cancel()
 		item.ModelTime += time.Since(start)
 		if resp != nil {
-			item.Usage.PromptTokens += resp.Usage.PromptTokens
-			item.Usage.CompletionTokens += resp.Usage.CompletionTokens
-			item.Usage.TotalTokens += resp.Usage.TotalTokens
-			item.Usage.CachedTokens += resp.Usage.CachedTokens
+			addUsage(&item.Usage, resp.Usage)
 		}
 		empty := errors.Is(err, llm.ErrEmptyReply) || (err == nil && (resp == nil || strings.TrimSpace(resp.Content) == ""))
 		var out *AgentOutput
 		if err == nil && !empty {
-			out, err = ParseOutput(resp.Content, offered, a.set.MaxActionsPerStep)
+			out, err = ParseOutputAs(resp.Content, offered, a.set.MaxActionsPerStep, mode, planning)
 			if errors.Is(err, ErrNoAction) {
 				empty, err = true, nil
 			}

@@ -68,11 +68,17 @@ type HistoryItem struct {
 	// Error is a step-level failure: model call, parse error, timeout.
 	Error string `json:"error,omitempty"`
 	// Notes are fence and nudge messages shown to the model on the next step.
-	Notes     []string      `json:"notes,omitempty"`
-	Usage     llm.Usage     `json:"usage"`
-	StartedAt time.Time     `json:"started_at"`
-	EndedAt   time.Time     `json:"ended_at"`
-	ModelTime time.Duration `json:"model_time_ns,omitempty"`
+	Notes []string `json:"notes,omitempty"`
+	// Plan is the model's plan after this step's reply (planning on and a
+	// plan written; nil otherwise).
+	Plan []PlanItem `json:"plan,omitempty"`
+	// Compaction is the history summary made before this step's model
+	// call, or the failed attempt; nil when none was due.
+	Compaction *Compaction   `json:"compaction,omitempty"`
+	Usage      llm.Usage     `json:"usage"`
+	StartedAt  time.Time     `json:"started_at"`
+	EndedAt    time.Time     `json:"ended_at"`
+	ModelTime  time.Duration `json:"model_time_ns,omitempty"`
 	// Failed reports whether the step counted as a failure.
 	Failed bool `json:"failed,omitempty"`
 }

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
+	"sync"
+	"text/template"
 
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/events"
@@ -15,21 +16,42 @@ import (
 //go:embed prompts/*.md
 var promptFS embed.FS
 
-// SystemPrompt returns the default system prompt for maxActions actions per
-// step (the text of prompts/system.md).
-func SystemPrompt(maxActions int) string {
-	b, err := promptFS.ReadFile("prompts/system.md")
-	if err != nil {
-		panic(err) // embedded at build time
+// prompt parses an embedded prompt template once.
+var prompt = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("prompts").Option("missingkey=error").ParseFS(promptFS, "prompts/*.md"))
+})
+
+// execPrompt renders the embedded prompt file name with data.
+func execPrompt(name string, data any) string {
+	var b strings.Builder
+	if err := prompt().ExecuteTemplate(&b, name, data); err != nil {
+		panic(err) // the templates and their data are fixed at build time
 	}
-	return strings.ReplaceAll(string(b), "{{MAX_ACTIONS}}", strconv.Itoa(maxActions))
+	return b.String()
+}
+
+// SystemPrompt returns the default system prompt for maxActions actions per
+// step: ReplyFull with planning (prompts/system.md).
+func SystemPrompt(maxActions int) string {
+	return SystemPromptFor(maxActions, ReplyFull, true)
+}
+
+// SystemPromptFor returns the system prompt of a reply mode: the sections
+// of prompts/system.md that mode asks for (the reply format lists exactly
+// the mode's fields; the plan advice only when planning is on, never in
+// ReplyFlash).
+func SystemPromptFor(maxActions int, mode ReplyMode, planning bool) string {
+	return execPrompt("system.md", struct {
+		MaxActions                int
+		Thinking, Goals, Planning bool
+	}{maxActions, mode == ReplyFull || mode == "", mode != ReplyFlash, planning && mode != ReplyFlash})
 }
 
 func (a *Agent) systemPrompt() string {
 	if a.set.OverrideSystemPrompt != "" {
 		return a.set.OverrideSystemPrompt
 	}
-	p := SystemPrompt(a.set.MaxActionsPerStep)
+	p := SystemPromptFor(a.set.MaxActionsPerStep, a.set.ReplyMode, a.set.planning())
 	if a.set.ExtendSystemPrompt != "" {
 		p += "\n\n" + a.set.ExtendSystemPrompt
 	}
@@ -74,6 +96,9 @@ func (a *Agent) messages(st *events.BrowserState, n, i int, offered []ActionSpec
 	}
 	if fsd := a.fs.describe(); fsd != "" {
 		fmt.Fprintf(&b, "<file_system>\n%s</file_system>\n", fsd)
+	}
+	if a.set.planning() && len(a.plan) > 0 {
+		fmt.Fprintf(&b, "<plan>\n%s</plan>\n", planText(a.plan))
 	}
 	if names := a.secrets.names(st.URL); len(names) > 0 {
 		fmt.Fprintf(&b, "<sensitive_data>\nSecrets you can type on this page with input, writing the placeholder exactly: %s\n</sensitive_data>\n", placeholders(names))
@@ -131,7 +156,8 @@ func placeholders(names []string) string {
 	return strings.Join(out, ", ")
 }
 
-// historyText renders the steps for <agent_history>, compacted to
+// historyText renders the steps for <agent_history>: after a compaction
+// the first step, the summary and the steps it did not fold; then cut to
 // MaxHistoryItems when set.
 func (a *Agent) historyText(items []HistoryItem) string {
 	if len(items) == 0 {
@@ -139,15 +165,23 @@ func (a *Agent) historyText(items []HistoryItem) string {
 	}
 	var b strings.Builder
 	show := items
-	omitted := 0
-	if m := a.set.MaxHistoryItems; m > 0 && len(items) > m {
-		omitted = len(items) - m
-		b.WriteString(stepText(items[0]))
-		fmt.Fprintf(&b, "[... %d previous steps omitted ...]\n", omitted)
-		show = items[len(items)-(m-1):]
+	summary := ""
+	if a.compact.summary != "" && a.compact.upTo <= len(items) {
+		summary = compactedText(a.compact)
+		show = append([]HistoryItem{items[0]}, items[a.compact.upTo:]...)
 	}
-	for _, it := range show {
+	if m := a.set.MaxHistoryItems; m > 0 && len(show) > m {
+		b.WriteString(stepText(show[0]))
+		b.WriteString(summary)
+		summary = ""
+		fmt.Fprintf(&b, "[... %d previous steps omitted ...]\n", len(show)-m)
+		show = show[len(show)-(m-1):]
+	}
+	for i, it := range show {
 		b.WriteString(stepText(it))
+		if i == 0 {
+			b.WriteString(summary)
+		}
 	}
 	return b.String()
 }

@@ -33,8 +33,9 @@ type RunInfo struct {
 // ModelCall is one model call of a step.
 type ModelCall struct {
 	Step int
-	// Purpose says what the call was for: "step" (choose actions) or
-	// "extract" (the extract action's model).
+	// Purpose says what the call was for: "step" (choose actions),
+	// "extract" (the extract action's model) or "compact" (a summary of
+	// older history, Settings.CompactEverySteps).
 	Purpose string
 	// Model is the name of the model asked; ResponseModel the one that
 	// answered, when the provider says.

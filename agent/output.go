@@ -49,11 +49,15 @@ func (c *ActionCall) UnmarshalJSON(b []byte) error {
 
 // AgentOutput is the model's reply for one step.
 type AgentOutput struct {
-	Thinking               string       `json:"thinking,omitempty"`
-	EvaluationPreviousGoal string       `json:"evaluation_previous_goal,omitempty"`
-	Memory                 string       `json:"memory,omitempty"`
-	NextGoal               string       `json:"next_goal,omitempty"`
-	Action                 []ActionCall `json:"action"`
+	Thinking               string `json:"thinking,omitempty"`
+	EvaluationPreviousGoal string `json:"evaluation_previous_goal,omitempty"`
+	Memory                 string `json:"memory,omitempty"`
+	NextGoal               string `json:"next_goal,omitempty"`
+	// PlanUpdate, when not nil, replaces the plan (an empty list clears
+	// it); CurrentPlanItem moves the current item (0-based). Planning only.
+	PlanUpdate      []string     `json:"plan_update,omitempty"`
+	CurrentPlanItem *int         `json:"current_plan_item,omitempty"`
+	Action          []ActionCall `json:"action"`
 	// Dropped lists actions beyond MaxActionsPerStep that were cut (the model
 	// is told).
 	Dropped []string `json:"dropped,omitempty"`
@@ -82,11 +86,21 @@ func (e *OutputError) Is(target error) bool { return target == ErrInvalidOutput 
 func (e *OutputError) Unwrap() error { return e.Err }
 
 // ParseOutput decodes and validates a model reply against the actions
-// offered this step (by name). Action parameters are checked against their
-// schemas; actions beyond maxActions are dropped and listed in Dropped.
-// Every failure is an *OutputError (matching ErrInvalidOutput) whose text
-// says exactly what was wrong; the function never panics on any input.
+// offered this step (by name), in ReplyFull mode with planning. Action
+// parameters are checked against their schemas; actions beyond maxActions
+// are dropped and listed in Dropped. Every failure is an *OutputError
+// (matching ErrInvalidOutput) whose text says exactly what was wrong; the
+// function never panics on any input.
 func ParseOutput(content string, offered []ActionSpec, maxActions int) (*AgentOutput, error) {
+	return ParseOutputAs(content, offered, maxActions, ReplyFull, true)
+}
+
+// ParseOutputAs is ParseOutput for a reply mode: it reads exactly the
+// fields the mode's schema asks for (the plan fields only when planning is
+// on and the mode is not ReplyFlash), type-checked as ParseOutput checks
+// them. Other top-level keys are ignored, as unknown keys always were: a
+// flash reply that also sends "thinking" keeps only its memory.
+func ParseOutputAs(content string, offered []ActionSpec, maxActions int, mode ReplyMode, planning bool) (*AgentOutput, error) {
 	raw, err := llm.ExtractJSON(content)
 	if err != nil {
 		return nil, &OutputError{Reason: "the reply is not a JSON object: " + shorten(err.Error(), 300), Err: err}
@@ -96,16 +110,31 @@ func ParseOutput(content string, offered []ActionSpec, maxActions int) (*AgentOu
 		return nil, &OutputError{Reason: "the reply must be a JSON object with an \"action\" list", Err: &llm.ParseError{Content: shorten(string(raw), 512), Offset: -1, Err: err}}
 	}
 	var out AgentOutput
-	for _, f := range []struct {
-		key string
-		dst *string
-	}{{"thinking", &out.Thinking}, {"evaluation_previous_goal", &out.EvaluationPreviousGoal}, {"memory", &out.Memory}, {"next_goal", &out.NextGoal}} {
-		v, ok := probe[f.key]
+	strs := map[string]*string{"thinking": &out.Thinking, "evaluation_previous_goal": &out.EvaluationPreviousGoal, "memory": &out.Memory, "next_goal": &out.NextGoal}
+	for _, key := range replyFields(mode, planning) {
+		v, ok := probe[key]
 		if !ok || string(bytes.TrimSpace(v)) == "null" {
 			continue
 		}
-		if err := json.Unmarshal(v, f.dst); err != nil {
-			return nil, &OutputError{Reason: fmt.Sprintf("field %q must be a string", f.key), Err: err}
+		var err error
+		switch key {
+		case "plan_update":
+			if err = json.Unmarshal(v, &out.PlanUpdate); err != nil {
+				return nil, &OutputError{Reason: `field "plan_update" must be a list of strings`, Err: err}
+			}
+			if out.PlanUpdate == nil {
+				out.PlanUpdate = []string{}
+			}
+		case "current_plan_item":
+			var n int
+			if err = json.Unmarshal(v, &n); err != nil {
+				return nil, &OutputError{Reason: `field "current_plan_item" must be an integer (an index into the plan)`, Err: err}
+			}
+			out.CurrentPlanItem = &n
+		default:
+			if err = json.Unmarshal(v, strs[key]); err != nil {
+				return nil, &OutputError{Reason: fmt.Sprintf("field %q must be a string", key), Err: err}
+			}
 		}
 	}
 	av, ok := probe["action"]
@@ -164,11 +193,40 @@ func specNames(specs []ActionSpec) []string {
 	return out
 }
 
-// outputSchema builds the reply schema for the offered actions. Its key
-// order is the order the model writes in: it reasons (thinking, evaluation,
-// memory, next_goal) before it picks actions, and each action's parameters
-// keep the order of its Params.
+// replyFields are the keys a reply carries before "action" in a mode, in
+// the order the model writes them. plan_update comes before
+// current_plan_item (upstream has the reverse) because the index points
+// into the plan just written.
+func replyFields(mode ReplyMode, planning bool) []string {
+	switch mode {
+	case ReplyFlash:
+		return []string{"memory"}
+	case ReplyNoThinking:
+		f := []string{"evaluation_previous_goal", "memory", "next_goal"}
+		if planning {
+			f = append(f, "plan_update", "current_plan_item")
+		}
+		return f
+	}
+	f := []string{"thinking", "evaluation_previous_goal", "memory", "next_goal"}
+	if planning {
+		f = append(f, "plan_update", "current_plan_item")
+	}
+	return f
+}
+
+// outputSchema builds the ReplyFull reply schema, with planning, for the
+// offered actions.
 func outputSchema(offered []ActionSpec, maxActions int) *llm.Schema {
+	return replySchema(offered, maxActions, ReplyFull, true)
+}
+
+// replySchema builds the reply schema of a mode for the offered actions.
+// Its key order is the order the model writes in: it reasons (thinking,
+// evaluation, memory, next_goal, plan) before it picks actions, and each
+// action's parameters keep the order of its Params. The plan fields are
+// optional; the others are required.
+func replySchema(offered []ActionSpec, maxActions int, mode ReplyMode, planning bool) *llm.Schema {
 	alts := make([]any, 0, len(offered))
 	for _, s := range offered {
 		props := schemax.NewObject()
@@ -190,13 +248,27 @@ func outputSchema(offered []ActionSpec, maxActions int) *llm.Schema {
 	}
 	actions.Set("items", items)
 
-	required := []string{"thinking", "evaluation_previous_goal", "memory", "next_goal", "action"}
+	var required []string
 	props := schemax.NewObject()
-	for _, k := range required[:4] {
-		str := schemax.NewObject()
-		str.Set("type", "string")
-		props.Set(k, str)
+	for _, k := range replyFields(mode, planning) {
+		f := schemax.NewObject()
+		switch k {
+		case "plan_update":
+			item := schemax.NewObject()
+			item.Set("type", "string")
+			f.Set("type", "array")
+			f.Set("description", "Only to replace your plan: short items")
+			f.Set("items", item)
+		case "current_plan_item":
+			f.Set("type", "integer")
+			f.Set("description", "Index of the plan item you are on")
+		default:
+			f.Set("type", "string")
+			required = append(required, k)
+		}
+		props.Set(k, f)
 	}
+	required = append(required, "action")
 	props.Set("action", actions)
 	root := schemax.NewObject()
 	root.Set("type", "object")

@@ -46,6 +46,29 @@ const (
 	DefaultHistoryErrorMaxLen = 400
 	DefaultWaitBetweenActions = 100 * time.Millisecond
 	DefaultReconnectWait      = 30 * time.Second
+	DefaultReplanAfter        = 3
+	DefaultPlanNudgeStep      = 5
+	DefaultCompactEverySteps  = 25
+	DefaultCompactTrigger     = 40000
+	DefaultCompactKeepLast    = 6
+	DefaultCompactSummaryMax  = 6000
+)
+
+// ReplyMode says which fields the model writes before its actions.
+type ReplyMode string
+
+// Reply modes.
+const (
+	// ReplyFull: thinking, evaluation_previous_goal, memory, next_goal,
+	// the plan fields (unless DisablePlanning) and action. Upstream's
+	// default.
+	ReplyFull ReplyMode = "full"
+	// ReplyNoThinking: ReplyFull without thinking (upstream's
+	// use_thinking=False).
+	ReplyNoThinking ReplyMode = "no_thinking"
+	// ReplyFlash: memory and action only, and no planning: the fewest
+	// output tokens (upstream's flash_mode).
+	ReplyFlash ReplyMode = "flash"
 )
 
 // DefaultLoopNudges are the repetition counts (of one action in the loop
@@ -91,6 +114,41 @@ type Settings struct {
 	// MaxHistoryItems-1 steps. Must be 0 or > 5 (upstream's rule). Default 0:
 	// every step is shown.
 	MaxHistoryItems int
+	// ReplyMode: ReplyFull (default), ReplyNoThinking or ReplyFlash. The
+	// reply schema, the system prompt and the parser follow it. Upstream
+	// forces flash for its own hosted model; no provider here has an
+	// equivalent, so nothing is forced.
+	ReplyMode ReplyMode
+	// DisablePlanning removes plan_update and current_plan_item from the
+	// reply, the plan from <agent_state> and the plan nudges. Planning is
+	// on by default, and always off in ReplyFlash.
+	DisablePlanning bool
+	// ReplanAfter: while a plan exists, the model is told to replan once
+	// this many steps in a row failed. Default 3; negative disables.
+	ReplanAfter int
+	// PlanNudgeStep: from this step of a Run on (1 = the first model
+	// step), a model without a plan is told to write one or call done.
+	// Default 5; negative disables.
+	PlanNudgeStep int
+	// CompactionModel writes the summary that replaces old history (see
+	// CompactEverySteps). Default: ExtractModel as given, else the agent's
+	// model.
+	CompactionModel llm.Model
+	// CompactEverySteps: a summary is made when at least this many steps
+	// passed since the run began or since the last summary, and the
+	// <agent_history> text exceeds CompactTriggerChars. The model then sees
+	// the first step, the summary (marked unverified) and the steps from the
+	// last CompactKeepLast on. A failed summary call is retried on the next
+	// step; it never fails the step. The history record keeps every step.
+	// Default 25; negative disables compaction.
+	CompactEverySteps int
+	// CompactTriggerChars: see CompactEverySteps. Default 40,000.
+	CompactTriggerChars int
+	// CompactKeepLast: the most recent steps kept verbatim. Default 6.
+	CompactKeepLast int
+	// CompactSummaryMaxChars caps the summary (longer ones are cut, and
+	// the model is asked to stay under it). Default 6,000.
+	CompactSummaryMaxChars int
 	// MaxElementsChars caps the interactive-elements text shown each step;
 	// the cut is announced. Default 40,000.
 	MaxElementsChars int
@@ -210,6 +268,31 @@ func (s Settings) withDefaults() (Settings, error) {
 	if s.MaxElementsChars <= 0 {
 		s.MaxElementsChars = DefaultMaxElementsChars
 	}
+	switch s.ReplyMode {
+	case "":
+		s.ReplyMode = ReplyFull
+	case ReplyFull, ReplyNoThinking, ReplyFlash:
+	default:
+		return s, fmt.Errorf("%w: ReplyMode %q (want full, no_thinking or flash)", ErrSettings, s.ReplyMode)
+	}
+	if s.ReplanAfter == 0 {
+		s.ReplanAfter = DefaultReplanAfter
+	}
+	if s.PlanNudgeStep == 0 {
+		s.PlanNudgeStep = DefaultPlanNudgeStep
+	}
+	if s.CompactEverySteps == 0 {
+		s.CompactEverySteps = DefaultCompactEverySteps
+	}
+	if s.CompactTriggerChars <= 0 {
+		s.CompactTriggerChars = DefaultCompactTrigger
+	}
+	if s.CompactKeepLast <= 0 {
+		s.CompactKeepLast = DefaultCompactKeepLast
+	}
+	if s.CompactSummaryMaxChars <= 0 {
+		s.CompactSummaryMaxChars = DefaultCompactSummaryMax
+	}
 	if s.SearchEngine == "" {
 		s.SearchEngine = DefaultSearchEngine
 	}
@@ -259,3 +342,6 @@ func (s Settings) withDefaults() (Settings, error) {
 }
 
 func (s Settings) directOpen() bool { return s.DirectlyOpenURL == nil || *s.DirectlyOpenURL }
+
+// planning reports whether the reply carries the plan fields.
+func (s Settings) planning() bool { return !s.DisablePlanning && s.ReplyMode != ReplyFlash }

@@ -113,7 +113,7 @@ func TestProvidersSendSchemaOrder(t *testing.T) {
 		}, extra: func(t *testing.T, body []byte) {
 			v, _ := schemax.Parse(body)
 			root := at(t, v, "generationConfig", "responseSchema")
-			if got := at(t, root, "propertyOrdering"); fmtList(got) != "thinking evaluation_previous_goal memory next_goal action" {
+			if got := at(t, root, "propertyOrdering"); fmtList(got) != "thinking evaluation_previous_goal memory next_goal plan_update current_plan_item action" {
 				t.Errorf("reply propertyOrdering: %v", got)
 			}
 			if got := at(t, property(v, "input"), "propertyOrdering"); fmtList(got) != "index text clear" {
@@ -145,7 +145,7 @@ func TestProvidersSendSchemaOrder(t *testing.T) {
 				path []any
 				want string
 			}{
-				{findOwner(v, "thinking"), []any{"properties"}, "thinking evaluation_previous_goal memory next_goal action"},
+				{findOwner(v, "thinking"), []any{"properties"}, "thinking evaluation_previous_goal memory next_goal plan_update current_plan_item action"},
 				{property(v, "input"), []any{"properties"}, "index text clear"},
 				{property(v, "lookup"), []any{"properties"}, "zulu alpha mike"},
 				{property(v, "lookup"), []any{"properties", "mike", "items", "properties"}, "z a"},

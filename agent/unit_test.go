@@ -302,7 +302,7 @@ func TestSchemaOfKeepsFieldOrder(t *testing.T) {
 // input's parameters reach the reply schema and the prompt in field order.
 func TestOutputSchemaKeepsParamOrder(t *testing.T) {
 	js := outputSchema(offeredDefault(), 5).JSON
-	if got := keysAt(t, js, "properties"); got != "thinking evaluation_previous_goal memory next_goal action" {
+	if got := keysAt(t, js, "properties"); got != "thinking evaluation_previous_goal memory next_goal plan_update current_plan_item action" {
 		t.Fatalf("reply properties: %s", got)
 	}
 	if got := keysAt(t, js, "properties", "action"); got != "type minItems maxItems items" {
@@ -426,7 +426,7 @@ func TestRegistryErrors(t *testing.T) {
 	if !r.Remove("evaluate") || r.Remove("evaluate") {
 		t.Fatal("remove")
 	}
-	if got := len(r.Names()); got != 21 {
+	if got := len(r.Names()); got != 24 {
 		t.Fatalf("%d actions after removing evaluate", got)
 	}
 }

@@ -13,6 +13,11 @@
 // element), the model answers {"wait": {"seconds": N}} without advancing
 // until the condition holds, at most MaxWaits times.
 //
+// The reply carries the fields the request's schema has (a flash-mode
+// schema gets memory and action only), in the schema's order; without a
+// schema, all of them. A step with Text answers free text instead (a
+// history summary, an extraction); a step with Error fails the call.
+//
 // Failures (a label not on the page, a wait that never ends, the script run
 // out) are, by default, the model's reply: a {"done": {"success": false,
 // "text": "scripted model: ..."}} action, so the agent loop under test ends
@@ -31,6 +36,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/browseragent/browseragent/agent/internal/schemax"
 	"github.com/browseragent/browseragent/agent/llm"
 )
 
@@ -40,6 +46,9 @@ var (
 	ErrLabelNotFound   = fmt.Errorf("%w: label not found", ErrScript)
 	ErrScriptExhausted = fmt.Errorf("%w: script exhausted", ErrScript)
 	ErrWaitExhausted   = fmt.Errorf("%w: wait condition never met", ErrScript)
+	// ErrInjected is wrapped by the error of a step with Error: a failure
+	// the script asked for, not a script failure (not in Errors).
+	ErrInjected = fmt.Errorf("%w: injected failure", ErrScript)
 )
 
 // Action is one action of a step: {Name: {params...}}. When Label is set it
@@ -77,6 +86,16 @@ type Step struct {
 	Evaluation string `json:"evaluation_previous_goal,omitempty"`
 	Memory     string `json:"memory,omitempty"`
 	NextGoal   string `json:"next_goal,omitempty"`
+	// PlanUpdate and CurrentPlanItem are sent when set (and the schema,
+	// if any, has them).
+	PlanUpdate      []string `json:"plan_update,omitempty"`
+	CurrentPlanItem *int     `json:"current_plan_item,omitempty"`
+
+	// Text, when set, is the whole reply, as is: the step has no action.
+	Text string `json:"text,omitempty"`
+	// Error, when set, makes the call fail with an error wrapping
+	// ErrInjected (a provider outage, say); the step counts as answered.
+	Error string `json:"error,omitempty"`
 }
 
 func (s *Step) actions() []Action {
@@ -144,6 +163,9 @@ func Parse(data []byte, opts ...Option) (*Model, error) {
 		return nil, fmt.Errorf("scripted: parse script: %w", err)
 	}
 	for i, st := range s.Steps {
+		if st.Text != "" || st.Error != "" {
+			continue
+		}
 		if len(st.actions()) == 0 {
 			return nil, fmt.Errorf("scripted: parse script: step %d has no action", i+1)
 		}
@@ -192,13 +214,49 @@ func (m *Model) Done() bool {
 	return m.pos >= len(m.steps)
 }
 
-// Output is the agent output shape the model emits.
+// Output is the agent output shape the model emits (only the keys the
+// request's schema has).
 type Output struct {
 	Thinking               string           `json:"thinking"`
 	EvaluationPreviousGoal string           `json:"evaluation_previous_goal"`
 	Memory                 string           `json:"memory"`
 	NextGoal               string           `json:"next_goal"`
+	PlanUpdate             []string         `json:"plan_update,omitempty"`
+	CurrentPlanItem        *int             `json:"current_plan_item,omitempty"`
 	Action                 []map[string]any `json:"action"`
+}
+
+// encode writes out with the keys schema's root has, in its order; all of
+// them without a schema (or one without properties).
+func (out Output) encode(schema *llm.Schema) ([]byte, error) {
+	full, err := json.Marshal(out)
+	if err != nil || schema == nil {
+		return full, err
+	}
+	root, err := schemax.Parse(schema.JSON)
+	if err != nil {
+		return full, nil
+	}
+	ro, _ := root.(*schemax.Object)
+	if ro == nil {
+		return full, nil
+	}
+	pv, _ := ro.Get("properties")
+	props, _ := pv.(*schemax.Object)
+	if props == nil {
+		return full, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(full, &fields); err != nil {
+		return nil, err
+	}
+	o := schemax.NewObject()
+	for _, k := range props.Keys() {
+		if v, ok := fields[k]; ok {
+			o.Set(k, v)
+		}
+	}
+	return json.Marshal(o)
 }
 
 // Generate answers the next step; see the package doc.
@@ -209,6 +267,16 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.reqs = append(m.reqs, req)
+	if m.pos < len(m.steps) {
+		switch st := m.steps[m.pos]; {
+		case st.Error != "":
+			m.pos++
+			return nil, fmt.Errorf("%w: %s", ErrInjected, st.Error)
+		case st.Text != "":
+			m.pos++
+			return m.respond(req, []byte(st.Text)), nil
+		}
+	}
 	page := latestUserText(req.Messages)
 	out, err := m.next(page)
 	if err != nil {
@@ -224,17 +292,22 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 			Action:                 []map[string]any{{"done": map[string]any{"success": false, "text": err.Error()}}},
 		}
 	}
-	b, jerr := json.Marshal(out)
+	b, jerr := out.encode(req.Schema)
 	if jerr != nil {
 		return nil, fmt.Errorf("scripted: encode reply: %w", jerr)
 	}
+	return m.respond(req, b), nil
+}
+
+// respond wraps a reply with a usage of about 4 characters per token.
+func (m *Model) respond(req llm.Request, b []byte) *llm.Response {
 	prompt := 0
 	for _, msg := range req.Messages {
 		prompt += len(msg.TextContent())/4 + 1
 	}
 	usage := llm.Usage{PromptTokens: prompt, CompletionTokens: len(b)/4 + 1}
 	usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
-	return &llm.Response{Content: string(b), Usage: usage, StopReason: "stop", Model: m.name}, nil
+	return &llm.Response{Content: string(b), Usage: usage, StopReason: "stop", Model: m.name}
 }
 
 // next computes the reply for the current step; m.mu is held.
@@ -295,6 +368,7 @@ func (m *Model) next(page string) (Output, error) {
 	out.EvaluationPreviousGoal = orDefault(st.Evaluation, "Success: following the script")
 	out.Memory = orDefault(st.Memory, fmt.Sprintf("scripted step %d of %d done", n, len(m.steps)))
 	out.NextGoal = orDefault(st.NextGoal, strings.Join(names, ", "))
+	out.PlanUpdate, out.CurrentPlanItem = st.PlanUpdate, st.CurrentPlanItem
 	m.pos++
 	m.waits = 0
 	return out, nil

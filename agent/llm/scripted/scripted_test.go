@@ -291,3 +291,43 @@ func FuzzParseElements(f *testing.F) {
 		}
 	})
 }
+
+// The reply has the keys of the request's schema, in its order; Text steps
+// answer free text and Error steps fail the call without counting as
+// script failures.
+func TestSchemaFieldsTextAndError(t *testing.T) {
+	one := 1
+	m := scripted.New([]scripted.Step{
+		{Action: "go_back", PlanUpdate: []string{"a"}, CurrentPlanItem: &one},
+		{Action: "go_back", PlanUpdate: []string{"a"}},
+		{Text: "a summary"},
+		{Error: "503 overloaded"},
+		{Action: "go_back"},
+	})
+	ctx := context.Background()
+	req := userMsgs(loginPage)
+	req.Schema = &llm.Schema{JSON: []byte(`{"type":"object","properties":{"memory":{"type":"string"},"plan_update":{},"current_plan_item":{},"action":{"type":"array"}}}`)}
+	resp, err := m.Generate(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"memory":"scripted step 1 of 5 done","plan_update":["a"],"current_plan_item":1,"action":[{"go_back":{}}]}`; resp.Content != want {
+		t.Fatalf("reply %s\nwant %s", resp.Content, want)
+	}
+	req.Schema.JSON = []byte(`{"type":"object","properties":{"memory":{"type":"string"},"action":{"type":"array"}}}`)
+	if resp, err = m.Generate(ctx, req); err != nil || resp.Content != `{"memory":"scripted step 2 of 5 done","action":[{"go_back":{}}]}` {
+		t.Fatalf("flash reply %v %v", resp, err)
+	}
+	if resp, err = m.Generate(ctx, userMsgs("summarise")); err != nil || resp.Content != "a summary" || resp.Usage.CompletionTokens == 0 {
+		t.Fatalf("text step %+v %v", resp, err)
+	}
+	if _, err = m.Generate(ctx, req); !errors.Is(err, scripted.ErrInjected) || !strings.Contains(err.Error(), "503 overloaded") {
+		t.Fatalf("error step: %v", err)
+	}
+	if _, err = m.Generate(ctx, req); err != nil || !m.Done() || len(m.Errors()) != 0 {
+		t.Fatalf("after the error step: %v done=%v errors=%v", err, m.Done(), m.Errors())
+	}
+	if _, err := scripted.Parse([]byte(`[{"text":"s"},{"error":"e"},{"action":"done"}]`)); err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+}
