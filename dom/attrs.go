@@ -30,6 +30,9 @@ func (s *serializer) attrs(sn *sNode) string {
 			vals[k] = v
 		}
 	})
+	if n.Tag == "body" && s.incSet["contenteditable"] && vals["contenteditable"] == "" && editingHost(n) {
+		vals["contenteditable"] = "true" // design mode: editable without the attribute
+	}
 	typ := strings.ToLower(strings.TrimSpace(n.Attr("type")))
 	password := isPassword(n)
 	if n.Tag == "input" {

@@ -10,11 +10,13 @@ import (
 // A caller that skips the full AX tree (slow on big pages) can fetch AX
 // nodes for just these (Accessibility.getPartialAXTree or queryAXTree) and
 // hand them to MergeAX, so indexed elements still get roles and names.
-// Elements that only AX would make interactive are missed that way.
+// Elements that only AX would make interactive are missed that way, except
+// the <body> of each document, which is always a candidate: design mode
+// (a rich-text editor's iframe) shows only in AX.
 func AXCandidates(t *Tree) map[string][]cdpproto.BackendNodeID {
 	out := map[string][]cdpproto.BackendNodeID{}
 	t.Walk(func(n *Node) bool {
-		if n.Type == ElementNode && n.AX == nil && (n.Visible || isFileInput(n)) && IsInteractive(n) {
+		if n.Type == ElementNode && n.AX == nil && (n.Visible || isFileInput(n)) && (n.Tag == "body" || IsInteractive(n)) {
 			tid := ""
 			if n.Frame != nil {
 				tid = n.Frame.TargetID

@@ -60,14 +60,17 @@ func truthy(v string) bool {
 
 // IsInteractive applies the clickable heuristics in priority order (the
 // first rule that decides wins):
-//  1. non-elements, html and body: no
+//  1. non-elements and html: no; body: only as an editing host (below)
 //  2. a JS click listener: yes
 //  3. iframe/frame larger than 100×100: yes
 //  4. a label standing in for a control no one can click (Node.StandIn): yes;
 //     other label[for]: no; label or span wrapping input/select/textarea
 //     within 2 levels: yes
 //  5. search-like words in class, id or data-* values: yes
-//  6. AX disabled/hidden: no; AX focusable/editable/settable true: yes;
+//  6. AX disabled/hidden: no; AX focusable/settable true: yes; an editing
+//     host (contenteditable other than "false", or AX editable that its
+//     parent does not share: design mode; the paragraphs inside an editor
+//     are not fields of their own): yes;
 //     AX checked/expanded/pressed/selected present: yes; AX
 //     required/autocomplete/keyshortcuts set: yes
 //  7. native tags button, input, select, textarea, a, details, summary, option, optgroup: yes
@@ -76,8 +79,11 @@ func truthy(v string) bool {
 //  10. icon-sized (10–50 px both ways) with class/role/onclick/data-action/aria-label: yes
 //  11. computed cursor: pointer: yes
 func IsInteractive(n *Node) bool {
-	if n == nil || n.Type != ElementNode || n.Tag == "html" || n.Tag == "body" {
+	if n == nil || n.Type != ElementNode || n.Tag == "html" {
 		return false
+	}
+	if n.Tag == "body" {
+		return editingHost(n) // a rich-text editor's iframe document
 	}
 	if n.HasListener {
 		return true
@@ -121,7 +127,7 @@ func IsInteractive(n *Node) bool {
 		if truthy(n.AX.Props["disabled"]) || truthy(n.AX.Props["hidden"]) {
 			return false
 		}
-		for _, k := range []string{"focusable", "editable", "settable"} {
+		for _, k := range []string{"focusable", "settable"} {
 			if truthy(n.AX.Props[k]) {
 				return true
 			}
@@ -136,6 +142,9 @@ func IsInteractive(n *Node) bool {
 				return true
 			}
 		}
+	}
+	if editingHost(n) {
+		return true
 	}
 	if interactiveTags[n.Tag] {
 		return true
@@ -165,4 +174,24 @@ func IsInteractive(n *Node) bool {
 		}
 	}
 	return false
+}
+
+// editingHost reports where editable content starts: a contenteditable
+// attribute other than "false", or AX editable (set by contenteditable and
+// by design mode) that the parent element does not share.
+func editingHost(n *Node) bool {
+	if editableAttr(n) {
+		return true
+	}
+	p := n.Parent
+	return axEditable(n) && (p == nil || !axEditable(p) && !editableAttr(p))
+}
+
+func editableAttr(n *Node) bool {
+	v, ok := n.LookupAttr("contenteditable")
+	return ok && !strings.EqualFold(strings.TrimSpace(v), "false")
+}
+
+func axEditable(n *Node) bool {
+	return n.AX != nil && truthy(n.AX.Props["editable"])
 }

@@ -63,3 +63,36 @@ func TestSVGClickableShapes(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", res.Text, want)
 	}
 }
+
+// An editable body is a field (attribute, or AX editable as in design
+// mode); the editable paragraphs inside an editing host are not fields of
+// their own; contenteditable=false is not editable.
+func TestEditingHosts(t *testing.T) {
+	page := func(body *tn) string {
+		in := &PageInput{Frames: []FrameInput{frameOfHTML(1, stdVP, E("html", body).At(0, 0, 1280, 800))}}
+		res, err := Serialize(build(t, in, Options{}), nil, SerializeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Text
+	}
+	para := func() *tn { return E("p", T("Draft")).At(8, 8, 600, 20).AX("paragraph", "", "editable", "richtext").ID(90) }
+	for name, c := range map[string]struct {
+		body *tn
+		want string
+	}{
+		"attribute":   {E("body", para()).A("contenteditable", "").At(8, 8, 600, 20).ID(80), "[80]<body contenteditable=true />"},
+		"design mode": {E("body", para()).At(8, 8, 600, 20).AX("generic", "", "editable", "richtext", "focusable", true).ID(80), "[80]<body contenteditable=true />"},
+		"false":       {E("body", E("p", T("Draft")).At(8, 8, 600, 20)).A("contenteditable", "false").At(8, 8, 600, 20).ID(80), ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			text := page(c.body)
+			if c.want != "" && !strings.Contains(text, c.want) || c.want == "" && strings.Contains(text, "[80]") {
+				t.Fatalf("got\n%s\nwant %q", text, c.want)
+			}
+			if strings.Contains(text, "[90]") {
+				t.Fatalf("a paragraph inside the editor got an index:\n%s", text)
+			}
+		})
+	}
+}

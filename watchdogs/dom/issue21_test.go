@@ -3,8 +3,11 @@ package dom
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
+	"github.com/browseragent/browseragent/internal/testbrowser"
 	"github.com/browseragent/browseragent/internal/wdtest"
 )
 
@@ -180,5 +183,74 @@ func TestDOMWSVGShapes(t *testing.T) {
 	wdtest.Eval(t, ctx, s, "window.hits", &hits)
 	if strings.Join(hits, ",") != "dot,bar,tri,grp" {
 		t.Fatalf("clicks reached %v", hits)
+	}
+}
+
+// The editable body of a rich-text editor's iframe is the field: it gets
+// an index (contenteditable attribute or design mode, same-process srcdoc
+// and src frames and a cross-site frame), and the paragraphs inside it do
+// not. Clicking the index focuses the editor.
+func TestDOMWEditableBodyInIframes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{{"full", Config{}}, {"partial", Config{FullAXMaxElements: -1}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, s, _ := start(t, tc.cfg)
+			ctx := wdtest.Ctx(t)
+			wdtest.Navigate(t, ctx, s, env.URL("/dom-issue21-editor.html"))
+			tab := s.FocusedTab()
+			var st events.BrowserState
+			var cross *events.ElementInfo
+			// The cross-site frame's target attaches asynchronously.
+			for deadline := time.Now().Add(testbrowser.Timeout); cross == nil && time.Now().Before(deadline); {
+				st = wdtest.State(t, ctx, s)
+				for _, e := range st.Elements {
+					if e.Attributes["id"] == "ce-body" && e.TargetID != tab {
+						cross = &e
+					}
+				}
+				if cross == nil {
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+			if cross == nil {
+				t.Fatalf("the cross-site editor's body has no index:\n%s", st.DOMText)
+			}
+			same := map[string]events.ElementInfo{}
+			for _, e := range st.Elements {
+				if e.Tag == "p" {
+					t.Errorf("a paragraph inside an editor got index %d", e.Index)
+				}
+				if e.Tag == "body" && e.TargetID == tab {
+					same[e.Attributes["id"]] = e
+				}
+			}
+			for _, id := range []string{"srcdoc-body", "ce-body", "design-body"} {
+				if _, ok := same[id]; !ok {
+					t.Errorf("%s has no index", id)
+					continue
+				}
+				if l := line(st.DOMText, "id="+id+" "); !strings.Contains(l, "contenteditable=true") {
+					t.Errorf("%s line %q does not say it is editable", id, l)
+				}
+			}
+			if t.Failed() {
+				t.Fatalf("\n%s", st.DOMText)
+			}
+
+			clickIndex(t, ctx, s, same["design-body"].Index)
+			var focused string
+			wdtest.Eval(t, ctx, s, `(() => { const d = document.getElementById('design-editor').contentDocument;
+				return d.hasFocus() ? d.activeElement.id : 'no focus' })()`, &focused)
+			if focused != "design-body" {
+				t.Fatalf("after clicking the design-mode body, focus is on %q", focused)
+			}
+			clickIndex(t, ctx, s, cross.Index)
+			fs := frameSession(t, s, cross.SessionID)
+			if err := pagejs.Evaluate(ctx, fs, "document.hasFocus() ? document.activeElement.id : 'no focus'", &focused); err != nil || focused != "ce-body" {
+				t.Fatalf("after clicking the cross-site body, focus is on %q (%v)", focused, err)
+			}
+		})
 	}
 }
