@@ -76,7 +76,9 @@ func TestEditingHosts(t *testing.T) {
 		}
 		return res.Text
 	}
-	para := func() *tn { return E("p", T("Draft")).At(8, 8, 600, 20).AX("paragraph", "", "editable", "richtext").ID(90) }
+	para := func() *tn {
+		return E("p", T("Draft")).At(8, 8, 600, 20).AX("paragraph", "", "editable", "richtext").ID(90)
+	}
 	for name, c := range map[string]struct {
 		body *tn
 		want string
