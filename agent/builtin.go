@@ -76,6 +76,7 @@ type (
 	SelectParams struct {
 		Index int    `json:"index"`
 		Text  string `json:"text" description:"the option's exact text (or value)"`
+		Clear bool   `json:"clear,omitempty" description:"multi-select: deselect the others first"`
 	}
 	// EvaluateParams are evaluate's parameters.
 	EvaluateParams struct {
@@ -250,8 +251,8 @@ func DefaultRegistry() *Registry {
 		}
 		return ActionResult{Text: fmt.Sprintf("Element %d has %d options (listed in read_state).", p.Index, len(res.Options)), ReadOnce: b.String()}, nil
 	}, WithRisk(RiskRead), TargetsElement()))
-	must(Register(r, "select_dropdown", "Select a dropdown option by its text; on a multi-select it adds to the selection.", func(ctx context.Context, ac *ActionContext, p SelectParams) (ActionResult, error) {
-		res, err := bus.Call(ctx, ac.Browser.Bus(), events.SelectDropdownOption, events.SelectDropdownOptionEvent{Target: events.Target{Index: p.Index}, Text: p.Text})
+	must(Register(r, "select_dropdown", "Select a dropdown option by its text; on a multi-select it adds to the selection (clear: only this one).", func(ctx context.Context, ac *ActionContext, p SelectParams) (ActionResult, error) {
+		res, err := bus.Call(ctx, ac.Browser.Bus(), events.SelectDropdownOption, events.SelectDropdownOptionEvent{Target: events.Target{Index: p.Index}, Text: p.Text, Clear: p.Clear})
 		return outcomeResult(fmt.Sprintf("Selected %q in element %d", res.Selected.Text, p.Index), res.Outcome), err
 	}, WithRisk(RiskInput), TargetsElement()))
 	must(Register(r, "hover", "Move the mouse over an element (menus that open on hover).", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {

@@ -239,3 +239,43 @@ func (f stepFunc) StepStarted(context.Context, int)                  {}
 func (f stepFunc) ModelCalled(context.Context, agent.ModelCall)      {}
 func (f stepFunc) StepEnded(_ context.Context, it agent.HistoryItem) { f(it) }
 func (f stepFunc) RunEnded(context.Context, *agent.Result, error)    {}
+
+// select_dropdown's clear reaches the page: on a multi-select with two
+// options chosen, the picked option becomes the only one; without clear
+// options are added.
+func TestDriverSelectOnlyThisOption(t *testing.T) {
+	env, s := newSession(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d, err := agent.NewDriver(s, settings(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(ctx)
+	if _, err := d.Do(ctx, "navigate", params(t, map[string]any{"url": env.URL("/person-controls.html")})); err != nil {
+		t.Fatal(err)
+	}
+	o, err := d.State(ctx, agent.StateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toppings := indexWhere(t, o.State, "id", "toppings")
+	selected := func() string {
+		var v string
+		evalPage(t, s, `Array.from(document.getElementById('toppings').selectedOptions, (o) => o.text).join(',')`, &v)
+		return v
+	}
+	if rec, err := d.Do(ctx, "select_dropdown", params(t, map[string]any{"index": toppings, "text": "Basil"})); err != nil {
+		t.Fatalf("add Basil: %+v %v", rec, err)
+	}
+	if got := selected(); got != "Cheese,Olives,Basil" {
+		t.Fatalf("after adding Basil the page has %q selected", got)
+	}
+	rec, err := d.Do(ctx, "select_dropdown", params(t, map[string]any{"index": toppings, "text": "Capers", "clear": true}))
+	if err != nil {
+		t.Fatalf("only Capers: %+v %v", rec, err)
+	}
+	if got := selected(); got != "Capers" {
+		t.Fatalf("after clear+Capers the page has %q selected; result %q", got, rec.Text())
+	}
+}

@@ -35,6 +35,7 @@ type (
 	selectIn struct {
 		Index  int    `json:"index" jsonschema:"element index of the dropdown"`
 		Option string `json:"option,omitempty" jsonschema:"the option's text; omit to list the options"`
+		Clear  bool   `json:"clear,omitempty" jsonschema:"multi-select: make it the only selected option"`
 	}
 	scrollIn struct {
 		Down  *bool    `json:"down,omitempty" jsonschema:"default true; false scrolls up"`
@@ -197,7 +198,11 @@ func (s *Server) addTools() {
 		if in.Option == "" {
 			return action("dropdown_options", map[string]any{"index": in.Index})
 		}
-		return action("select_dropdown", map[string]any{"index": in.Index, "text": in.Option})
+		p := map[string]any{"index": in.Index, "text": in.Option}
+		if in.Clear {
+			p["clear"] = true
+		}
+		return action("select_dropdown", p)
 	})
 	addTool(s, &mcp.Tool{Name: "hover", Description: "Move the mouse over an element."}, func(in indexIn) handler {
 		return action("hover", map[string]any{"index": in.Index})

@@ -344,11 +344,16 @@ var (
 				return "input", map[string]any{"index": i, "text": pos[1], "clear": !*noClear}, err
 			}
 		})
-	runSelect = actionCmd("select", `N "Option" `, "Selects the option with this text (or value) in dropdown N.", 2, 2,
-		func(*flag.FlagSet) func([]string) (string, any, error) {
+	runSelect = actionCmd("select", `N "Option" [--only] `, "Selects the option with this text (or value) in dropdown N; on a multi-select it adds to the selection, or with --only makes it the only selected option.", 2, 2,
+		func(fs *flag.FlagSet) func([]string) (string, any, error) {
+			only := fs.Bool("only", false, "deselect the other options of a multi-select first")
 			return func(pos []string) (string, any, error) {
 				i, err := index(pos[0], false)
-				return "select_dropdown", map[string]any{"index": i, "text": pos[1]}, err
+				p := map[string]any{"index": i, "text": pos[1]}
+				if *only {
+					p["clear"] = true
+				}
+				return "select_dropdown", p, err
 			}
 		})
 	runOptions = actionCmd("options", "N ", "Lists the options of dropdown N.", 1, 1,
