@@ -113,7 +113,8 @@ type (
 // navigate, search, go_back, wait, click, input, upload_file, switch_tab,
 // close_tab, extract, scroll, send_keys, find_text, dropdown_options,
 // select_dropdown, hover, evaluate, screenshot (offered in vision "auto"
-// only), write_file, read_file, replace_file, done.
+// only), search_page, find_elements, save_as_pdf, write_file, read_file,
+// replace_file, done.
 func DefaultRegistry() *Registry {
 	r := NewRegistry()
 	must := func(err error) {
@@ -297,6 +298,7 @@ func DefaultRegistry() *Registry {
 		}
 		return r, nil
 	}, WithRisk(RiskRead)))
+	registerPageActions(r, must)
 	must(Register(r, "write_file", "Write (or append to) a file in your file system.", func(_ context.Context, ac *ActionContext, p WriteFileParams) (ActionResult, error) {
 		if err := ac.FileSystem.Write(p.FileName, p.Content, p.Append); err != nil {
 			return ActionResult{}, err

@@ -24,6 +24,7 @@ func TestCatalogComplete(t *testing.T) {
 		"BrowserError", "TargetCrashed", "BrowserReconnecting", "BrowserReconnected",
 		"DownloadStarted", "DownloadProgress", "FileDownloaded", "DialogOpened", "DialogHandled", "RequestBlocked",
 		"SaveStorageState", "LoadStorageState", "StorageStateSaved", "StorageStateLoaded",
+		"SearchPage", "FindElements", "PrintPDF",
 	}
 	cat := Catalog()
 	if len(cat) != len(want) {

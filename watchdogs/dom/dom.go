@@ -1,6 +1,8 @@
 // Package dom is the DOM watchdog: it answers events.BrowserStateRequest
-// with the indexed view of the focused tab that the model reads, and
-// events.PageText with a tab's visible text. It captures the tab and its
+// with the indexed view of the focused tab that the model reads, and the
+// page queries that need no model: events.PageText (a tab's visible text),
+// events.SearchPage (a pattern in that text) and events.FindElements (a CSS
+// selector's matches). It captures the tab and its
 // cross-site iframes over CDP, builds the tree and the text with the
 // perception package (github.com/browseragent/browseragent/dom), stores the
 // selector map in the session, and asks for the observation's screenshot
@@ -11,8 +13,8 @@
 // from the RequestBlocked events, whoever enforces the policy. It acts on
 // nothing.
 //
-// Handles: BrowserStateRequest (the observation), PageText,
-// AgentFocusChanged (forgets the previous selector maps), DialogHandled
+// Handles: BrowserStateRequest (the observation), PageText, SearchPage,
+// FindElements, AgentFocusChanged (forgets the previous selector maps), DialogHandled
 // (the next observation's ClosedDialogs) and RequestBlocked (the next
 // observation's Blocked, by host).
 //
@@ -129,7 +131,8 @@ func New(cfg Config) *Watchdog {
 // Name implements session.Watchdog.
 func (w *Watchdog) Name() string { return Name }
 
-// Attach implements session.Watchdog: BrowserStateRequest and PageText,
+// Attach implements session.Watchdog: BrowserStateRequest, PageText,
+// SearchPage and FindElements (query.go),
 // plus AgentFocusChanged (drops the previous maps), DialogHandled
 // (remembers the dialog for the next observation) and RequestBlocked
 // (counts the refusal, by host, for the next observation's Blocked).
@@ -150,6 +153,12 @@ func (w *Watchdog) Attach(s *session.Session) error {
 		}),
 		session.Handle(s, events.PageText, Name, func(ctx context.Context, ev events.PageTextEvent) (events.PageTextResult, error) {
 			return pageText(ctx, s, ev.TargetID)
+		}),
+		session.Handle(s, events.SearchPage, Name, func(ctx context.Context, ev events.SearchPageEvent) (events.SearchPageResult, error) {
+			return searchPage(ctx, s, ev)
+		}),
+		session.Handle(s, events.FindElements, Name, func(ctx context.Context, ev events.FindElementsEvent) (events.FindElementsResult, error) {
+			return findElements(ctx, s, ev)
 		}),
 		session.Handle(s, events.AgentFocusChanged, Name, func(context.Context, events.AgentFocusChangedEvent) (events.None, error) {
 			w.mu.Lock()

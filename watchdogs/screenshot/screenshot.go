@@ -1,5 +1,6 @@
 // Package screenshot is the screenshot watchdog: it answers
-// events.Screenshot with a PNG of a tab (viewport, full page or a clip).
+// events.Screenshot with a PNG of a tab (viewport, full page or a clip), and
+// events.PrintPDF with the tab printed as a PDF.
 // The DOM watchdog asks it for the image of every observation through the
 // bus; a deployment that replaces it by name (see
 // examples/redact-screenshots) replaces every screenshot the runtime takes.
@@ -34,7 +35,8 @@ type Config struct {
 	Logger *zap.Logger
 }
 
-// Watchdog answers events.Screenshot with a PNG of a tab (the event's
+// Watchdog answers events.PrintPDF (see printPDF) and events.Screenshot
+// with a PNG of a tab (the event's
 // TargetID, else the focused tab): the viewport, the full page (clipped to
 // the content size, at most MaxSide CSS pixels each way) or a clip in page
 // coordinates. The DOM watchdog asks it for the image of every observation
@@ -58,7 +60,10 @@ func (w *Watchdog) Attach(s *session.Session) error {
 	if log == nil {
 		log = s.Logger().Named(Name)
 	}
-	return session.Handle(s, events.Screenshot, Name,
+	pdf := session.Handle(s, events.PrintPDF, Name, func(ctx context.Context, ev events.PrintPDFEvent) (events.PrintPDFResult, error) {
+		return printPDF(ctx, s, ev)
+	})
+	return errors.Join(pdf, session.Handle(s, events.Screenshot, Name,
 		func(ctx context.Context, ev events.ScreenshotEvent) (events.ScreenshotResult, error) {
 			tab := ev.TargetID
 			if tab == "" {
@@ -99,7 +104,7 @@ func (w *Watchdog) Attach(s *session.Session) error {
 				return events.ScreenshotResult{}, err
 			}
 			return events.ScreenshotResult{PNG: png, TargetID: tab}, nil
-		})
+		}))
 }
 
 // Errors of the screenshot watchdog.

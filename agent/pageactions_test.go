@@ -1,0 +1,131 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/browseragent/browseragent/agent"
+)
+
+// search_page, find_elements and save_as_pdf on a fixture page, through a
+// Driver: each is a step of the session, and what it found is what the
+// page holds.
+func TestPageQueryActions(t *testing.T) {
+	env, s := newSession(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	set := settings(t)
+	d, err := agent.NewDriver(s, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(ctx)
+	if _, err := d.Do(ctx, "navigate", params(t, map[string]any{"url": env.URL("/agent-queries.html")})); err != nil {
+		t.Fatal(err)
+	}
+	o, err := d.State(ctx, agent.StateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("plain search with context, below the viewport too", func(t *testing.T) {
+		rec, err := d.Do(ctx, "search_page", params(t, map[string]any{"pattern": "WARRANTY", "context_chars": 20}))
+		if err != nil {
+			t.Fatalf("search: %v", err)
+		}
+		if !strings.Contains(rec.Result.Text, "Found 1 match") || !strings.Contains(rec.Result.ReadOnce, "«warranty»") || !strings.Contains(rec.Result.ReadOnce, "covers plush") {
+			t.Fatalf("case-insensitive search: %q / %q", rec.Result.Text, rec.Result.ReadOnce)
+		}
+		rec, err = d.Do(ctx, "search_page", params(t, map[string]any{"pattern": "WARRANTY", "case_sensitive": true}))
+		if err != nil || !strings.Contains(rec.Result.Text, "No match") {
+			t.Fatalf("case-sensitive search: %q %v", rec.Result.Text, err)
+		}
+	})
+
+	t.Run("regex scoped by CSS", func(t *testing.T) {
+		rec, err := d.Do(ctx, "search_page", params(t, map[string]any{"pattern": `\$\d+\.\d\d`, "regex": true, "css_scope": "#prices"}))
+		if err != nil {
+			t.Fatalf("search: %v", err)
+		}
+		// Three prices in the table; "$50" in the notes is outside the scope
+		// and has no cents.
+		if !strings.Contains(rec.Result.Text, "Found 3 match") {
+			t.Fatalf("regex in #prices: %q\n%s", rec.Result.Text, rec.Result.ReadOnce)
+		}
+		for _, p := range []string{"«$12.50»", "«$8.00»", "«$3.25»"} {
+			if !strings.Contains(rec.Result.ReadOnce, p) {
+				t.Errorf("missing %s in\n%s", p, rec.Result.ReadOnce)
+			}
+		}
+		if _, err := d.Do(ctx, "search_page", params(t, map[string]any{"pattern": "(", "regex": true})); err == nil || !strings.Contains(err.Error(), "invalid regular expression") {
+			t.Errorf("a bad regex: %v", err)
+		}
+		if _, err := d.Do(ctx, "search_page", params(t, map[string]any{"pattern": "x", "css_scope": "#nothing-here"})); err == nil || !strings.Contains(err.Error(), "no element matches") {
+			t.Errorf("an empty scope: %v", err)
+		}
+	})
+
+	t.Run("catastrophic regex is stopped, the page lives", func(t *testing.T) {
+		evalPage(t, s, `(() => { const p = document.createElement('p'); p.id = 'long'; p.textContent = 'a'.repeat(40) + '!'; document.body.append(p); return true; })()`, new(bool))
+		_, err := d.Do(ctx, "search_page", params(t, map[string]any{"pattern": `(a+)+$`, "regex": true, "css_scope": "#long"}))
+		if err == nil || !strings.Contains(err.Error(), "was stopped") {
+			t.Fatalf("a backtracking regex: %v", err)
+		}
+		var title string
+		evalPage(t, s, `document.title`, &title)
+		if title == "" {
+			t.Fatal("the page does not answer after the stopped search")
+		}
+	})
+
+	t.Run("find_elements shows indexes", func(t *testing.T) {
+		rec, err := d.Do(ctx, "find_elements", params(t, map[string]any{"selector": "td.price"}))
+		if err != nil {
+			t.Fatalf("find: %v", err)
+		}
+		if !strings.Contains(rec.Result.Text, "3 element(s)") || strings.Count(rec.Result.ReadOnce, "<td class=\"price\">") != 3 || !strings.Contains(rec.Result.ReadOnce, "$8.00") {
+			t.Fatalf("td.price: %q\n%s", rec.Result.Text, rec.Result.ReadOnce)
+		}
+		buy := indexWhere(t, o.State, "id", "buy")
+		rec, err = d.Do(ctx, "find_elements", params(t, map[string]any{"selector": "#buy, #more", "attributes": []string{"id", "href"}}))
+		if err != nil {
+			t.Fatalf("find: %v", err)
+		}
+		if !strings.Contains(rec.Result.ReadOnce, "["+strconv.Itoa(buy)+"]<button id=\"buy\"> Buy now") || !strings.Contains(rec.Result.ReadOnce, `href="/other.html"`) {
+			t.Fatalf("#buy, #more (buy is %d):\n%s", buy, rec.Result.ReadOnce)
+		}
+		if _, err := d.Do(ctx, "find_elements", params(t, map[string]any{"selector": "td[["})); err == nil || !strings.Contains(err.Error(), "invalid CSS selector") {
+			t.Errorf("a bad selector: %v", err)
+		}
+	})
+
+	t.Run("save_as_pdf writes a readable PDF", func(t *testing.T) {
+		rec, err := d.Do(ctx, "save_as_pdf", params(t, map[string]any{"paper_format": "A4"}))
+		if err != nil {
+			t.Fatalf("save_as_pdf: %v", err)
+		}
+		if len(rec.Result.Files) != 1 || filepath.Base(rec.Result.Files[0]) != "Gopher-Shop-Price-list.pdf" {
+			t.Fatalf("files %v (%q)", rec.Result.Files, rec.Result.Text)
+		}
+		b, err := os.ReadFile(rec.Result.Files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(b, []byte("%PDF-")) || !bytes.Contains(b[len(b)-64:], []byte("%%EOF")) {
+			t.Fatalf("not a complete PDF: %d bytes, starts %q", len(b), b[:min(16, len(b))])
+		}
+		if _, err := d.Do(ctx, "save_as_pdf", params(t, map[string]any{"file_name": "../out.pdf"})); !errors.Is(err, agent.ErrFileName) {
+			t.Errorf("a path as file name: %v", err)
+		}
+		if _, err := d.Do(ctx, "save_as_pdf", params(t, map[string]any{"file_name": "a.pdf", "paper_format": "B7"})); err == nil || !strings.Contains(err.Error(), "unknown paper format") {
+			t.Errorf("an unknown paper: %v", err)
+		}
+	})
+}
