@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"github.com/browseragent/browseragent/agent/agenttest"
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/scripted"
+	"github.com/browseragent/browseragent/report"
+	"github.com/browseragent/browseragent/trace"
 )
 
 const (
@@ -243,9 +246,24 @@ func TestLoopFlashHasNoPlanning(t *testing.T) {
 	if txt := section(userText(model.reqs[1]), "agent_history"); !strings.Contains(txt, "Memory: start\n") {
 		t.Fatalf("flash history:\n%s", txt)
 	}
+	data := &report.Data{Title: "flash"}
 	for _, it := range a.History().Items {
 		if it.Plan != nil || (it.Output != nil && (it.Output.PlanUpdate != nil || it.Output.Thinking != "")) {
 			t.Fatalf("step %d recorded fields outside flash: %+v %+v", it.Step, it.Plan, it.Output)
 		}
+		data.Steps = append(data.Steps, report.Step{Step: trace.StepRecord(t.TempDir(), it)})
+	}
+	// The trace and the report show a flash step's memory and no empty
+	// evaluation or goal.
+	rec, _ := json.Marshal(data.Steps[0].Step)
+	if !strings.Contains(string(rec), `"memory":"start"`) || strings.Contains(string(rec), "evaluation") || strings.Contains(string(rec), "next_goal") {
+		t.Fatalf("trace step %s", rec)
+	}
+	var page bytes.Buffer
+	if err := report.Render(&page, data); err != nil {
+		t.Fatal(err)
+	}
+	if html := page.String(); !strings.Contains(html, "<strong>Memory:</strong> start") || strings.Contains(html, "Evaluation:") || strings.Contains(html, "Goal:") {
+		t.Fatalf("report of a flash run:\n%s", html)
 	}
 }
