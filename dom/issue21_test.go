@@ -98,3 +98,62 @@ func TestEditingHosts(t *testing.T) {
 		})
 	}
 }
+
+// A band (fixed/sticky/absolute cover at an edge of the viewport, over at
+// most half of it) hides only what no scrolling can bring clear of it.
+func TestBandCovers(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		scrollY float64
+		cover   *tn
+		button  Rect
+		visible bool
+	}{
+		{"fixed header, room to scroll", 600, E("header").S("position", "fixed").At(0, 600, 1280, 80), Rect{0, 620, 200, 30}, true},
+		{"fixed header, top of page", 0, E("header").S("position", "fixed").At(0, 0, 1280, 80), Rect{0, 20, 200, 30}, false},
+		{"fixed footer, room to scroll", 0, E("footer").S("position", "fixed").At(0, 700, 1280, 100), Rect{0, 740, 200, 30}, true},
+		{"fixed footer, end of page", 2200, E("footer").S("position", "fixed").At(0, 2900, 1280, 100), Rect{0, 2940, 200, 30}, false},
+		{"fixed sidebar, no horizontal scroll", 0, E("nav").S("position", "fixed").At(0, 0, 200, 800), Rect{20, 100, 100, 30}, false},
+		{"overlay over the viewport", 600, E("div").S("position", "fixed").At(0, 600, 1280, 800), Rect{0, 620, 200, 30}, false},
+		{"absolute header scrolls with the page", 600, E("header").S("position", "absolute").At(0, 600, 1280, 80), Rect{0, 620, 200, 30}, false},
+		{"static cover", 600, E("div").At(0, 600, 1280, 80), Rect{0, 620, 200, 30}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			vp := stdVP
+			vp.ScrollY = c.scrollY
+			b := c.button
+			fi := frameOf(1, vp,
+				E("button", T("Under")).A("id", "under").At(b.X, b.Y, b.W, b.H).P(1),
+				c.cover.S("background-color", "rgb(255, 255, 255)").P(10),
+			)
+			fi.Snapshot.Documents[0].ContentWidth, fi.Snapshot.Documents[0].ContentHeight = 1280, 3000
+			res, err := Serialize(build(t, &PageInput{Frames: []FrameInput{fi}}, Options{}), nil, SerializeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(lineWith(res.Text, "id=under"), "["); got != c.visible {
+				t.Fatalf("indexed %v, want %v:\n%s", got, c.visible, res.Text)
+			}
+		})
+	}
+}
+
+// A sticky header in a scrolling pane is a band of the pane: an item under
+// it stays visible when the pane can scroll it clear.
+func TestStickyBandInScrollContainer(t *testing.T) {
+	pane := func(scrollTop float64) *tn {
+		return E("div",
+			E("div", T("Head")).S("position", "sticky").S("background-color", "rgb(238, 238, 238)").At(0, 100, 400, 50).P(10),
+			E("button", T("Item")).A("id", "item").At(0, 105, 300, 40).P(2),
+		).S("overflow", "auto").At(0, 100, 400, 300).Scroll(Rect{0, 0, 400, 300}, Rect{0, scrollTop, 400, 900})
+	}
+	for _, c := range []struct {
+		top     float64
+		visible bool
+	}{{200, true}, {0, false}} {
+		res, _ := render(t, pane(c.top))
+		if got := strings.Contains(lineWith(res.Text, "id=item"), "["); got != c.visible {
+			t.Fatalf("scrollTop %v: indexed %v, want %v:\n%s", c.top, got, c.visible, res.Text)
+		}
+	}
+}

@@ -216,46 +216,106 @@ func isOpaque(n *Node) bool {
 }
 
 // applyPaintOrder marks simplified nodes fully covered by opaque nodes
-// painted above them, per frame document.
+// painted above them, per frame document. Covers that form a band (see
+// bands.go) hide only what cannot be scrolled clear of them.
 func applyPaintOrder(root *sNode) {
-	groups := map[*Frame][]*sNode{}
-	var collect func(s *sNode)
-	collect = func(s *sNode) {
+	type item struct {
+		s   *sNode
+		ctx *paintCtx
+	}
+	groups := map[*Frame][]item{}
+	var collect func(s *sNode, ctx *paintCtx)
+	collect = func(s *sNode, ctx *paintCtx) {
 		n := s.node
+		if ctx == nil || n.Frame != ctx.frame {
+			ctx = rootPaintCtx(n.Frame)
+		}
+		if n.Type == ElementNode {
+			ctx = ctx.enter(n)
+		}
 		if n.Layout != nil && n.Layout.HasLayout && !n.Bounds.Empty() && (n.Type == ElementNode || n.Type == TextNode) {
-			groups[n.Frame] = append(groups[n.Frame], s)
+			groups[n.Frame] = append(groups[n.Frame], item{s, ctx})
+		}
+		if scrollContainer(n) {
+			ctx = ctx.inside(n)
 		}
 		for _, c := range s.children {
-			collect(c)
+			collect(c, ctx)
 		}
 	}
-	collect(root)
-	var scratch [2][]Rect
+	collect(root, nil)
+	var scratch, bandScratch [2][]Rect
 	cbuf := make([]int32, 0, 64)
+	var rest []Rect
 	for _, list := range groups {
-		slices.SortStableFunc(list, func(a, b *sNode) int {
-			return cmp.Compare(b.node.Layout.PaintOrder, a.node.Layout.PaintOrder)
+		slices.SortStableFunc(list, func(a, b item) int {
+			return cmp.Compare(b.s.node.Layout.PaintOrder, a.s.node.Layout.PaintOrder)
 		})
-		u := newRectUnion()
+		hard, soft := newRectUnion(), newRectUnion() // plain covers, band covers
+		var bands []*band
+		bandFor := map[*Node]*band{}
+		// covered: by plain covers alone, or by bands too and no scrolling
+		// clears it of them.
+		covered := func(it item) bool {
+			r := it.s.node.Bounds
+			if hard.covers(r, &scratch, cbuf) {
+				return true
+			}
+			if len(soft.rects) == 0 || !intersectsAny(r, bands) {
+				return false
+			}
+			rest = append(rest[:0], hard.remainder(r, &scratch, hard.candidates(r, cbuf[:0]))...)
+			for _, p := range rest {
+				if !soft.covers(p, &bandScratch, cbuf) {
+					return false
+				}
+			}
+			return !escapes(r, it.ctx, bands)
+		}
 		for i := 0; i < len(list); {
 			j := i
-			po := list[i].node.Layout.PaintOrder
-			for j < len(list) && list[j].node.Layout.PaintOrder == po {
+			po := list[i].s.node.Layout.PaintOrder
+			for j < len(list) && list[j].s.node.Layout.PaintOrder == po {
 				j++
 			}
 			// Nodes painted together cannot cover each other: test the whole
 			// group before adding any of it.
-			for _, s := range list[i:j] {
-				if u.covers(s.node.Bounds, &scratch, cbuf) {
-					s.paintHidden = true
+			for _, it := range list[i:j] {
+				if covered(it) {
+					it.s.paintHidden = true
 				}
 			}
-			for _, s := range list[i:j] {
-				if !s.paintHidden && s.node.Type == ElementNode && isOpaque(s.node) {
-					u.add(s.node.Bounds, &scratch, cbuf)
+			for _, it := range list[i:j] {
+				n := it.s.node
+				if it.s.paintHidden || n.Type != ElementNode || !isOpaque(n) {
+					continue
+				}
+				b, known := bandFor[it.ctx.root]
+				if !known && it.ctx.root != nil {
+					if len(bands) < maxBands {
+						b = bandOf(it.ctx)
+					}
+					bandFor[it.ctx.root] = b
+					if b != nil {
+						bands = append(bands, b)
+					}
+				}
+				if b != nil {
+					soft.add(n.Bounds, &scratch, cbuf)
+				} else {
+					hard.add(n.Bounds, &scratch, cbuf)
 				}
 			}
 			i = j
 		}
 	}
+}
+
+func intersectsAny(r Rect, bands []*band) bool {
+	for _, b := range bands {
+		if intersects(r, b.box) {
+			return true
+		}
+	}
+	return false
 }

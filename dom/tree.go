@@ -32,8 +32,11 @@ type Frame struct {
 	// Offset translates this document's coordinates to page coordinates.
 	OffsetX, OffsetY float64
 	// View is this document's viewport in page coordinates (zero if unknown).
-	View   Rect
-	Parent *Frame
+	View Rect
+	// ContentW/ContentH is the document's scrollable size (snapshot), 0 if
+	// unknown.
+	ContentW, ContentH float64
+	Parent             *Frame
 }
 
 // AXInfo is the accessibility data merged onto a node.
@@ -256,6 +259,7 @@ func Build(input *PageInput, opts Options) (*Tree, error) {
 	if len(main.snap.docs) > 0 && main.snap.docs[0] != nil {
 		d := main.snap.docs[0]
 		b.tree.ContentWidth, b.tree.ContentHeight = d.ContentWidth, d.ContentHeight
+		mf.ContentW, mf.ContentH = d.ContentWidth, d.ContentHeight
 		if b.tree.Viewport.ScrollX == 0 && b.tree.Viewport.ScrollY == 0 {
 			b.tree.Viewport.ScrollX, b.tree.Viewport.ScrollY = d.ScrollOffsetX, d.ScrollOffsetY
 		}
@@ -360,8 +364,12 @@ func (b *builder) attachOOPIF(owner *Node, fd *frameData) {
 	f := &Frame{TargetID: fd.in.TargetID, SessionID: fd.in.SessionID, FrameID: fd.in.FrameID,
 		URL: fd.in.Document.DocumentURL, Depth: depth, OOPIF: true, Parent: owner.Frame}
 	sx, sy := fd.in.Viewport.ScrollX, fd.in.Viewport.ScrollY
-	if sx == 0 && sy == 0 && len(fd.snap.docs) > 0 && fd.snap.docs[0] != nil {
-		sx, sy = fd.snap.docs[0].ScrollOffsetX, fd.snap.docs[0].ScrollOffsetY
+	if len(fd.snap.docs) > 0 && fd.snap.docs[0] != nil {
+		d := fd.snap.docs[0]
+		if sx == 0 && sy == 0 {
+			sx, sy = d.ScrollOffsetX, d.ScrollOffsetY
+		}
+		f.ContentW, f.ContentH = d.ContentWidth, d.ContentHeight
 	}
 	f.View = contentBox(owner)
 	f.OffsetX, f.OffsetY = f.View.X-sx, f.View.Y-sy
@@ -442,6 +450,7 @@ func (b *builder) build(fd *frameData, cn *cdpproto.Node, parent *Node, f *Frame
 			if l := fd.snap.byBackend[cn.ContentDocument.BackendNodeID]; l != nil && l.docIndex < len(fd.snap.docs) {
 				d := fd.snap.docs[l.docIndex]
 				sx, sy = d.ScrollOffsetX, d.ScrollOffsetY
+				cf.ContentW, cf.ContentH = d.ContentWidth, d.ContentHeight
 			}
 			cf.View = contentBox(n)
 			cf.OffsetX, cf.OffsetY = cf.View.X-sx, cf.View.Y-sy

@@ -254,3 +254,45 @@ func TestDOMWEditableBodyInIframes(t *testing.T) {
 		})
 	}
 }
+
+// A fixed header or footer band, or a sticky pane header, does not hide what
+// is scrolled under it when scrolling can bring it clear; it does hide what
+// no scrolling can clear (the top of the page under a fixed header).
+func TestDOMWBandCovers(t *testing.T) {
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-issue21-cover.html"))
+	st := wdtest.State(t, ctx, s)
+	if _, ok := indexOf(st, "stuck-under-top"); ok {
+		t.Fatalf("a button under the fixed header at the top of the page got an index:\n%s", st.DOMText)
+	}
+	if e := element(t, st, "under-cookie"); e.Bounds == nil || e.Bounds.Y < float64(st.Page.ViewportHeight-100) {
+		t.Fatalf("under-cookie bounds %+v: the fixture should put it under the cookie band", e.Bounds)
+	}
+	element(t, st, "cookie-ok")
+
+	// Scrolled so that the button sits under the fixed header.
+	wdtest.Eval(t, ctx, s, "scrollTo(0, document.getElementById('under-fixed').getBoundingClientRect().top + scrollY - 30), scrollY", nil)
+	st = wdtest.State(t, ctx, s)
+	e := element(t, st, "under-fixed")
+	if e.Bounds == nil || e.Bounds.Y < 0 || e.Bounds.Y+e.Bounds.Height > 80 {
+		t.Fatalf("under-fixed bounds %+v: the fixture should put it under the 80 px header", e.Bounds)
+	}
+	if !strings.Contains(st.DOMText, "Scrolled under the header") {
+		t.Fatalf("the covered button's text is missing:\n%s", st.DOMText)
+	}
+
+	// A sticky header inside a scrolling pane.
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-issue21-sticky.html"))
+	wdtest.Eval(t, ctx, s, `(p => { p.scrollTop += document.getElementById('item-4').getBoundingClientRect().top - p.getBoundingClientRect().top - 5; return p.scrollTop })(document.getElementById('pane'))`, nil)
+	st = wdtest.State(t, ctx, s)
+	var head [2]float64
+	wdtest.Eval(t, ctx, s, `(r => [r.top, r.bottom])(document.getElementById('pane-head').getBoundingClientRect())`, &head)
+	e = element(t, st, "item-4")
+	if e.Bounds == nil || e.Bounds.Y < head[0] || e.Bounds.Y+e.Bounds.Height > head[1] {
+		t.Fatalf("item-4 bounds %+v, sticky header %v: the fixture should put it under the header", e.Bounds, head)
+	}
+	if !strings.Contains(st.DOMText, "Item 4") {
+		t.Fatalf("the covered item's text is missing:\n%s", st.DOMText)
+	}
+}
