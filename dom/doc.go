@@ -23,7 +23,8 @@
 //	DOM.getDocument{depth: -1, pierce: true}            -> FrameInput.Document
 //	DOMSnapshot.captureSnapshot{computedStyles: RequiredComputedStyles,
 //	    includePaintOrder: true, includeDOMRects: true} -> FrameInput.Snapshot
-//	Accessibility.getFullAXTree (optional, or partial:
+//	Accessibility.getFullAXTree (optional; once per same-
+//	    process child frame too, by frameId; or partial:
 //	    see AXCandidates / Tree.MergeAX)                -> FrameInput.AX
 //	Page.getLayoutMetrics cssVisualViewport              -> FrameInput.Viewport
 //	click-listener scan (optional)                       -> FrameInput.ClickListeners

@@ -206,8 +206,8 @@ func dedupe(in []string) []string {
 }
 
 // simplify builds the simplified tree: drops non-content elements, excluded
-// subtrees, user-agent shadow roots, SVG internals, invisible text; keeps
-// shadow roots and iframe documents.
+// subtrees, user-agent shadow roots, SVG internals (clickable shapes aside),
+// invisible text; keeps shadow roots and iframe documents.
 func (s *serializer) simplify(n *Node) *sNode {
 	switch n.Type {
 	case DocumentNode:
