@@ -90,7 +90,9 @@ type Agent struct {
 	fs      *FileSystem
 	runDir  string
 	exclude map[string]bool
-	doneAlt *ActionSpec // structured done, when OutputSchema is set
+	// alts replace built-in actions for this agent: "done" when
+	// OutputSchema is set, "click" when coordinate clicks are offered.
+	alts map[string]ActionSpec
 	outSch  json.RawMessage
 	log     *zap.Logger
 	// extractModel is Settings.ExtractModel as given (nil: the step model).
@@ -156,7 +158,13 @@ func newAgent(task string, model llm.Model, b Browser, set Settings) (*Agent, er
 		if err != nil {
 			return nil, err
 		}
-		a.doneAlt, a.outSch = spec, sch
+		a.alt("done", *spec)
+		a.outSch = sch
+	}
+	if a.coordinateClicks(model) {
+		if c, ok := a.tools.Get("click"); ok && c.builtin {
+			a.alt("click", coordinateClickSpec)
+		}
 	}
 	a.secrets = newSecrets(set.SensitiveData, set.SensitiveDataByDomain, set.DomainMatcher)
 	if len(set.SensitiveData) > 0 {
@@ -436,8 +444,8 @@ func orEmpty(p json.RawMessage) json.RawMessage {
 
 // spec returns the spec of a named action, the structured done included.
 func (a *Agent) spec(name string) (ActionSpec, bool) {
-	if name == "done" && a.doneAlt != nil {
-		return *a.doneAlt, true
+	if s, ok := a.alts[name]; ok {
+		return s, true
 	}
 	return a.tools.Get(name)
 }
@@ -445,11 +453,9 @@ func (a *Agent) spec(name string) (ActionSpec, bool) {
 // offered returns this step's actions.
 func (a *Agent) offered(url string, doneOnly bool) []ActionSpec {
 	specs := a.tools.offered(url, a.set.DomainMatcher, a.exclude, doneOnly)
-	if a.doneAlt != nil {
-		for i := range specs {
-			if specs[i].Name == "done" {
-				specs[i] = *a.doneAlt
-			}
+	for i := range specs {
+		if alt, ok := a.alts[specs[i].Name]; ok {
+			specs[i] = alt
 		}
 	}
 	return specs

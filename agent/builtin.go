@@ -326,6 +326,7 @@ func DefaultRegistry() *Registry {
 	must(Register(r, "done", "Finish the task: the final answer and whether it succeeded. Must be the only action of its step.", func(_ context.Context, _ *ActionContext, p DoneParams) (ActionResult, error) {
 		return ActionResult{Done: true, Success: p.Success, Text: p.Text}, nil
 	}, WithRisk(RiskRead)))
+	r.markBuiltin()
 	return r
 }
 

@@ -172,7 +172,7 @@ func (a *Agent) fence(ctx context.Context, st *events.BrowserState, spec ActionS
 	if ft := a.browser.FocusedTab(); st.FocusedTarget != "" && ft != st.FocusedTarget {
 		return "the focused tab changed"
 	}
-	if !spec.TargetsIndex || paramIndex(c.Params) <= 0 || st.Fingerprint == "" {
+	if !spec.TargetsIndex || (paramIndex(c.Params) <= 0 && !hasCoordinates(c.Params)) || st.Fingerprint == "" {
 		return ""
 	}
 	fp, err := a.browser.Fingerprint(ctx, "")

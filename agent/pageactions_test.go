@@ -129,3 +129,41 @@ func TestPageQueryActions(t *testing.T) {
 		}
 	})
 }
+
+// With coordinate clicks on, click takes a point of the screenshot and it
+// lands on the canvas there; index and coordinates together are refused.
+func TestCoordinateClickOnCanvas(t *testing.T) {
+	env, s := newSession(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	set := settings(t)
+	on := true
+	set.CoordinateClicks = &on
+	d, err := agent.NewDriver(s, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(ctx)
+	if _, err := d.Do(ctx, "navigate", params(t, map[string]any{"url": env.URL("/agent-queries.html")})); err != nil {
+		t.Fatal(err)
+	}
+	o, err := d.State(ctx, agent.StateOptions{Screenshot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buy := indexWhere(t, o.State, "id", "buy")
+	var r struct{ X, Y float64 }
+	evalPage(t, s, `(() => { const r = document.getElementById('pad').getBoundingClientRect(); return {X: r.left, Y: r.top}; })()`, &r)
+	rec, err := d.Do(ctx, "click", params(t, map[string]any{"coordinate_x": r.X + 50, "coordinate_y": r.Y + 40}))
+	if err != nil {
+		t.Fatalf("coordinate click: %+v %v", rec, err)
+	}
+	var hits [][]int
+	evalPage(t, s, `window.hits`, &hits)
+	if len(hits) != 1 || hits[0][0] < 49 || hits[0][0] > 51 || hits[0][1] < 39 || hits[0][1] > 41 {
+		t.Fatalf("canvas hits %v, want one at (50, 40); result %q", hits, rec.Text())
+	}
+	if _, err := d.Do(ctx, "click", params(t, map[string]any{"index": buy, "coordinate_x": 5, "coordinate_y": 5})); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Fatalf("index and coordinates: %v", err)
+	}
+}

@@ -114,6 +114,8 @@ type ActionSpec struct {
 	Domains []string
 	// Run performs the action.
 	Run ActionFunc
+
+	builtin bool // registered by DefaultRegistry
 }
 
 // ActionOption adjusts an ActionSpec at registration.
@@ -295,4 +297,14 @@ func (r *Registry) offered(url string, match func(pattern, url string) bool, exc
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// markBuiltin marks every action registered so far as built-in, so that
+// the agent may offer its own variant of it (coordinate clicks).
+func (r *Registry) markBuiltin() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.specs {
+		s.builtin = true
+	}
 }

@@ -176,6 +176,13 @@ type Settings struct {
 	OutputSchema json.RawMessage
 	// ExtractModel answers "extract" queries. Default: the agent's model.
 	ExtractModel llm.Model
+	// CoordinateClicks offers coordinate_x/coordinate_y on the built-in
+	// click: a point of the page's screenshot, for models that are good at
+	// pointing. nil (default) offers it when Vision is not off and the
+	// model's name matches CoordinateClickModels (upstream's rule); true or
+	// false decides for any model. A registry whose click is not the
+	// built-in one is left alone.
+	CoordinateClicks *bool
 	// Tools are the actions offered. Default: DefaultRegistry(). Pass your
 	// own registry (usually DefaultRegistry plus Register calls).
 	Tools *Registry

@@ -1,0 +1,106 @@
+package agent
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/events"
+)
+
+// CoordinateClickModels are the model-name fragments (lower case) for which
+// Settings.CoordinateClicks defaults to on: upstream's list of families
+// that point reliably at a screenshot.
+var CoordinateClickModels = []string{"claude-sonnet-4", "claude-opus-4", "claude-fable-5", "gemini-3-pro", "browser-use/"}
+
+// ClickParams are click's parameters when coordinate clicks are offered:
+// an index, or a point of the screenshot.
+type ClickParams struct {
+	Index       *int     `json:"index,omitempty" description:"element index from the current browser state"`
+	CoordinateX *float64 `json:"coordinate_x,omitempty" description:"or: x of a point in the screenshot, in pixels"`
+	CoordinateY *float64 `json:"coordinate_y,omitempty" description:"with coordinate_x: y of the point"`
+}
+
+// coordinateClickSpec is the built-in click with coordinates, offered in
+// place of the index-only click (Settings.CoordinateClicks).
+var coordinateClickSpec = func() ActionSpec {
+	r := NewRegistry()
+	if err := Register(r, "click", "Click an element by index, or a point of the screenshot by coordinates.", coordinateClick, WithRisk(RiskSubmit), TargetsElement()); err != nil {
+		panic(err) // programming error in the built-ins
+	}
+	s, _ := r.Get("click")
+	s.builtin = true
+	return s
+}()
+
+// coordinateClick clicks the index when one is given, else the point. A
+// point is in the screenshot's pixels; it is scaled to the page's CSS
+// pixels when the screenshot is larger than the viewport (a high-density
+// display).
+func coordinateClick(ctx context.Context, ac *ActionContext, p ClickParams) (ActionResult, error) {
+	switch {
+	case p.Index != nil && (p.CoordinateX != nil || p.CoordinateY != nil):
+		return ActionResult{}, fmt.Errorf("%w: click takes an index or coordinates, not both", ErrBadParams)
+	case p.Index != nil:
+		res, err := bus.Call(ctx, ac.Browser.Bus(), events.ClickElement, events.ClickElementEvent{Target: events.Target{Index: *p.Index}})
+		return outcomeResult(fmt.Sprintf("Clicked element %d", *p.Index), res.Outcome), err
+	case p.CoordinateX == nil || p.CoordinateY == nil:
+		return ActionResult{}, fmt.Errorf("%w: click needs an index, or both coordinate_x and coordinate_y", ErrBadParams)
+	}
+	x, y := *p.CoordinateX, *p.CoordinateY
+	if scale := screenshotScale(ac.BrowserState); scale != 1 {
+		x, y = x*scale, y*scale
+	}
+	res, err := bus.Call(ctx, ac.Browser.Bus(), events.ClickCoordinate, events.ClickCoordinateEvent{X: x, Y: y})
+	return outcomeResult(fmt.Sprintf("Clicked at (%.0f, %.0f)", *p.CoordinateX, *p.CoordinateY), res.Outcome), err
+}
+
+// screenshotScale is CSS pixels per screenshot pixel for the observation's
+// screenshot (1 when either size is unknown).
+func screenshotScale(st *events.BrowserState) float64 {
+	if st == nil || st.Page.ViewportWidth <= 0 || len(st.Screenshot) < 24 || string(st.Screenshot[1:4]) != "PNG" {
+		return 1
+	}
+	w := binary.BigEndian.Uint32(st.Screenshot[16:20]) // IHDR width
+	if w == 0 {
+		return 1
+	}
+	return float64(st.Page.ViewportWidth) / float64(w)
+}
+
+// hasCoordinates reports whether an action's parameters name a point.
+func hasCoordinates(p json.RawMessage) bool {
+	var v struct {
+		X *float64 `json:"coordinate_x"`
+	}
+	return json.Unmarshal(p, &v) == nil && v.X != nil
+}
+
+// coordinateClicks decides Settings.CoordinateClicks for model.
+func (a *Agent) coordinateClicks(model llm.Model) bool {
+	if c := a.set.CoordinateClicks; c != nil {
+		return *c
+	}
+	if a.set.Vision == VisionOff || model == nil {
+		return false
+	}
+	name := strings.ToLower(model.Name())
+	for _, m := range CoordinateClickModels {
+		if strings.Contains(name, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// alt makes spec replace the registry's action of that name for this agent.
+func (a *Agent) alt(name string, spec ActionSpec) {
+	if a.alts == nil {
+		a.alts = map[string]ActionSpec{}
+	}
+	a.alts[name] = spec
+}
