@@ -92,9 +92,9 @@ type Agent struct {
 	exclude map[string]bool
 	// alts replace built-in actions for this agent: "done" when
 	// OutputSchema is set, "click" when coordinate clicks are offered.
-	alts map[string]ActionSpec
-	outSch  json.RawMessage
-	log     *zap.Logger
+	alts   map[string]ActionSpec
+	outSch json.RawMessage
+	log    *zap.Logger
 	// extractModel is Settings.ExtractModel as given (nil: the step model).
 	extractModel llm.Model
 	// compactor writes history summaries: CompactionModel, else

@@ -11,7 +11,7 @@ import (
 type namedModel string
 
 func (m namedModel) Generate(context.Context, llm.Request) (*llm.Response, error) { return nil, nil }
-func (m namedModel) Name() string                                                { return string(m) }
+func (m namedModel) Name() string                                                 { return string(m) }
 
 // Coordinate clicks are offered per model: upstream's families by default
 // (with vision), any model when the setting says so, none without vision;
