@@ -203,3 +203,50 @@ func TestReportListsTheTasksOfADrivenSession(t *testing.T) {
 		t.Fatalf("tasks not shown:\n%s", html)
 	}
 }
+
+// The model's plan and a history summary are shown with their step, and
+// each model call says what it was for.
+func TestReportShowsPlanAndSummary(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	w, err := trace.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []struct {
+		typ  string
+		data any
+	}{
+		{trace.TypeModel, trace.Model{Step: 26, Purpose: "compact", Model: "summariser", PromptChars: 41000}},
+		{trace.TypeModel, trace.Model{Step: 26, Purpose: "step", Model: "main", PromptChars: 9000}},
+		{trace.TypeStep, trace.Step{Step: 26, URL: "http://127.0.0.1/list",
+			Plan:       []trace.PlanItem{{Text: "open the list", Status: "done"}, {Text: "read page 3", Status: "current"}, {Text: "report", Status: "pending"}},
+			Compaction: &trace.Compaction{FromStep: 2, ToStep: 20, Summary: "Pages 1-2 read; 14 items noted.", CharsBefore: 41000, CharsAfter: 7200}}},
+		{trace.TypeStep, trace.Step{Step: 27, Compaction: &trace.Compaction{FromStep: 2, ToStep: 21, Error: "agent: history summary failed: 503"}}},
+	} {
+		if err := w.Write(rec.typ, rec.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := Render(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, want := range []string{
+		`<li class="plan-done">✓ open the list</li>`, `<li class="plan-current">▶ read page 3</li>`, `<li class="plan-pending">report</li>`,
+		"History of steps 2–20 summarised by a model (41000 → 7200 characters)", "Pages 1-2 read; 14 items noted.",
+		"History summary failed", "503",
+		"<td>26</td><td>compact</td><td>summariser</td>",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}

@@ -51,7 +51,7 @@ func (o *AgentObserver) RunStarted(_ context.Context, r agent.RunInfo) {
 // ModelCalled implements agent.Observer.
 func (o *AgentObserver) ModelCalled(_ context.Context, c agent.ModelCall) {
 	rec := Model{
-		Step: c.Step, Model: c.Model, PromptChars: c.PromptChars, Images: c.Images,
+		Step: c.Step, Model: c.Model, Purpose: c.Purpose, PromptChars: c.PromptChars, Images: c.Images,
 		PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens,
 		LatencyMS: float64(c.Latency) / float64(time.Millisecond),
 	}
@@ -94,6 +94,12 @@ func StepRecord(dir string, it agent.HistoryItem) Step {
 	}
 	if o := it.Output; o != nil {
 		st.Evaluation, st.Memory, st.NextGoal = o.EvaluationPreviousGoal, o.Memory, o.NextGoal
+	}
+	for _, p := range it.Plan {
+		st.Plan = append(st.Plan, PlanItem{Text: p.Text, Status: string(p.Status)})
+	}
+	if c := it.Compaction; c != nil {
+		st.Compaction = &Compaction{FromStep: c.FromStep, ToStep: c.ToStep, Summary: c.Summary, Error: c.Error, CharsBefore: c.CharsBefore, CharsAfter: c.CharsAfter}
 	}
 	for _, b := range it.State.Blocked {
 		st.Blocked = append(st.Blocked, Blocked{Host: b.Host, Count: b.Count, Types: b.Types})

@@ -210,3 +210,44 @@ func TestBusRecordKeepsRequestBlocked(t *testing.T) {
 		t.Fatalf("RequestBlocked records %+v, want %+v", got, ev)
 	}
 }
+
+// A step's plan and history summary, and a model call's purpose, reach the
+// trace.
+func TestStepRecordPlanAndCompaction(t *testing.T) {
+	it := agent.HistoryItem{Step: 7,
+		Plan:       []agent.PlanItem{{Text: "find the form", Status: agent.PlanDone}, {Text: "fill it", Status: agent.PlanCurrent}},
+		Compaction: &agent.Compaction{FromStep: 2, ToStep: 5, Summary: "read two pages", CharsBefore: 900, CharsAfter: 300},
+	}
+	st := StepRecord(t.TempDir(), it)
+	if len(st.Plan) != 2 || st.Plan[1] != (PlanItem{Text: "fill it", Status: "current"}) {
+		t.Errorf("plan %+v", st.Plan)
+	}
+	if c := st.Compaction; c == nil || c.FromStep != 2 || c.ToStep != 5 || c.Summary != "read two pages" || c.CharsAfter != 300 {
+		t.Errorf("compaction %+v", st.Compaction)
+	}
+	dir := t.TempDir()
+	w, err := Create(filepath.Join(dir, "trace.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := NewAgentObserver(w, dir)
+	o.ModelCalled(context.Background(), agent.ModelCall{Step: 7, Purpose: "compact", Model: "m"})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadFile(filepath.Join(dir, "trace.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Model
+	for _, r := range recs {
+		if r.Type == TypeModel {
+			if err := json.Unmarshal(r.Data, &m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if m.Purpose != "compact" {
+		t.Fatalf("model record %+v", m)
+	}
+}

@@ -23,6 +23,29 @@ type Step struct {
 	// step's observation, by host, most-refused first (what the model was
 	// told; each request has its own bus record of kind RequestBlocked).
 	Blocked []Blocked `json:"blocked,omitempty"`
+	// Plan is the model's plan after this step's reply, when it keeps one.
+	Plan []PlanItem `json:"plan,omitempty"`
+	// Compaction is the history summary made before this step's model
+	// call (or the failed attempt): what the model saw instead of the
+	// steps it covers.
+	Compaction *Compaction `json:"compaction,omitempty"`
+}
+
+// PlanItem is one item of the model's plan: status done, current or
+// pending.
+type PlanItem struct {
+	Text   string `json:"text"`
+	Status string `json:"status"`
+}
+
+// Compaction is a summary of older history written by a model.
+type Compaction struct {
+	FromStep    int    `json:"from_step"`
+	ToStep      int    `json:"to_step"`
+	Summary     string `json:"summary,omitempty"`
+	Error       string `json:"error,omitempty"`
+	CharsBefore int    `json:"chars_before,omitempty"`
+	CharsAfter  int    `json:"chars_after,omitempty"`
 }
 
 // Blocked is how many requests to one host the URL policy refused, and of
@@ -47,8 +70,10 @@ type Action struct {
 
 // Model is the data of a TypeModel record: one model call.
 type Model struct {
-	Step             int     `json:"step"`
-	Model            string  `json:"model"`
+	Step  int    `json:"step"`
+	Model string `json:"model"`
+	// Purpose is what the call was for: step, extract or compact.
+	Purpose          string  `json:"purpose,omitempty"`
 	PromptChars      int     `json:"prompt_chars"`
 	Images           int     `json:"images,omitempty"`
 	PromptTokens     int     `json:"prompt_tokens,omitempty"`
