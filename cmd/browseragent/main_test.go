@@ -166,6 +166,9 @@ func TestCLIErrors(t *testing.T) {
 		{"missing key", []string{"OPENAI_API_KEY=", "BROWSERAGENT_MODEL="}, []string{"run", "--model", "openai:gpt-4.1", "do it"}, 1, "OPENAI_API_KEY"},
 		{"unknown provider", nil, []string{"run", "--model", "acme:1", "do it"}, 1, "acme"},
 		{"bad vision", nil, []string{"run", "--model", "ollama:x", "--vision", "sometimes", "do it"}, 2, "--vision"},
+		{"bad reply mode", nil, []string{"run", "--model", "ollama:x", "--reply-mode", "terse", "do it"}, 2, "--reply-mode must be full, no_thinking or flash"},
+		{"bad coordinate clicks", nil, []string{"mcp", "--coordinate-clicks", "maybe"}, 2, "--coordinate-clicks"},
+		{"bad compaction model", nil, []string{"run", "--model", "ollama:x", "--compaction-model", "acme:1", "do it"}, 1, "acme"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -228,5 +231,42 @@ func TestStatePrintsRefusals(t *testing.T) {
 	host, _, _ := strings.Cut(refused, ":")
 	if !strings.Contains(r.stdout, "refused by the URL policy") || !strings.Contains(r.stdout, "to "+host+" (document)") {
 		t.Fatalf("state output does not report the refused iframe:\n%s", r.stdout)
+	}
+}
+
+// run --reply-mode flash: the request asks for memory and actions only,
+// with the flash prompt, and the run finishes on the flash reply.
+func TestRunFlashReplies(t *testing.T) {
+	model := newModelServer(t)
+	model.script(`{"memory":"Nothing to do on a blank page.","action":[{"done":{"text":"ok","success":true}}]}`)
+	out := filepath.Join(t.TempDir(), "run")
+	r := cli(t, []string{"OPENAI_API_KEY=test"}, "run", "--model", "openai:test", "--base-url", model.URL+"/v1",
+		"--vision", "off", "--reply-mode", "flash", "--out", out, "--json", "say ok")
+	if r.code != 0 {
+		t.Fatalf("run exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	if len(model.bodies) != 1 {
+		t.Fatalf("%d step requests", len(model.bodies))
+	}
+	var req struct {
+		ResponseFormat struct {
+			JSONSchema struct {
+				Schema struct {
+					Properties map[string]json.RawMessage `json:"properties"`
+				} `json:"schema"`
+			} `json:"json_schema"`
+		} `json:"response_format"`
+	}
+	if err := json.Unmarshal(model.bodies[0], &req); err != nil {
+		t.Fatal(err)
+	}
+	props := req.ResponseFormat.JSONSchema.Schema.Properties
+	if len(props) != 2 || props["memory"] == nil || props["action"] == nil {
+		t.Fatalf("flash schema properties: %v\n%s", props, model.bodies[0])
+	}
+	if bytes.Contains(model.bodies[0], []byte("plan_update")) || bytes.Contains(model.bodies[0], []byte(`"thinking"`)) {
+		t.Fatalf("the flash request mentions thinking or plans:\n%s", model.bodies[0])
 	}
 }

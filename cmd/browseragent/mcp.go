@@ -32,7 +32,7 @@ type mcpFlags struct {
 	drive       driveFlags
 	model       string
 	baseURL     string
-	vision      string
+	agent       agentFlags
 	confirm     string
 	maxSteps    int
 	uploads     string
@@ -45,7 +45,7 @@ func (f *mcpFlags) register(fs *flag.FlagSet) {
 	f.drive.register(fs)
 	fs.StringVar(&f.model, "model", os.Getenv("BROWSERAGENT_MODEL"), "model for run_task and extract's queries, as provider:name (default $BROWSERAGENT_MODEL; without one there is no run_task and extract returns the page's text)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the provider's API base URL (OpenAI-compatible servers, proxies)")
-	fs.StringVar(&f.vision, "vision", "on", "run_task sends screenshots to the model: on, auto (when it asks) or off")
+	f.agent.register(fs, "run_task sends screenshots to the model: on, auto (when it asks) or off")
 	fs.StringVar(&f.confirm, "confirm", "", "comma-separated risk classes the user must confirm in the MCP client (elicitation) before they run; refused when the client cannot ask")
 	fs.IntVar(&f.maxSteps, "max-steps", mcpserver.DefaultMaxSteps, "run_task's step budget (its default and maximum)")
 	fs.StringVar(&f.uploads, "upload-files", "", "comma-separated local files the upload tool may send to pages (default: none)")
@@ -76,9 +76,9 @@ func runMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if _, err := risks(f.drive.deny); err != nil {
 		return err
 	}
-	v := agent.Vision(f.vision)
-	if v != agent.VisionOn && v != agent.VisionAuto && v != agent.VisionOff {
-		return usagef("--vision must be on, auto or off")
+	set := agent.Settings{AvailableFilePaths: splitList(f.uploads)}
+	if err := f.agent.apply(&set, f.baseURL); err != nil {
+		return err
 	}
 	var token string
 	if f.httpAddr == "" && (f.tokenEnv != "" || f.allowRemote) {
@@ -129,11 +129,13 @@ func runMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 			// first trace stays as it was.
 			df.outDir = filepath.Join(f.drive.outDir, fmt.Sprintf("browser-%d", starts))
 		}
+		runSettings := set
+		runSettings.ExtractModel, runSettings.Logger = model, log.Named("agent")
 		d, err := startDriven(ctx, drivenConfig{
 			flags:    &df,
 			kind:     "mcp",
 			approver: approver,
-			settings: agent.Settings{ExtractModel: model, Vision: v, AvailableFilePaths: splitList(f.uploads), Logger: log.Named("agent")},
+			settings: runSettings,
 			opts:     []session.Option{session.WithLogger(log.Named("session"))},
 		})
 		if err != nil {

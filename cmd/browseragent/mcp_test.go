@@ -76,6 +76,7 @@ type modelServer struct {
 	replies []string // step replies, in order
 	steps   int
 	extract int
+	bodies  [][]byte // the step requests, in order
 }
 
 func newModelServer(t *testing.T) *modelServer {
@@ -95,6 +96,7 @@ func newModelServer(t *testing.T) *modelServer {
 		case m.steps < len(m.replies):
 			content = m.replies[m.steps]
 			m.steps++
+			m.bodies = append(m.bodies, body)
 		default:
 			content = `{"action":[{"done":{"text":"out of script","success":false}}]}`
 		}

@@ -40,7 +40,8 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	model := fs.String("model", os.Getenv("BROWSERAGENT_MODEL"), "model as provider:name, e.g. openai:gpt-4.1, anthropic:claude-sonnet-4-5, gemini:gemini-2.5-flash, ollama:llama3.1 (default $BROWSERAGENT_MODEL)")
 	baseURL := fs.String("base-url", "", "the provider's API base URL (OpenAI-compatible servers, proxies)")
 	maxSteps := fs.Int("max-steps", 100, "stop after this many steps")
-	vision := fs.String("vision", "on", "send screenshots to the model: on, auto (when it asks) or off")
+	var af agentFlags
+	af.register(fs, "send screenshots to the model: on, auto (when it asks) or off")
 	outDir := fs.String("out", "", "folder for the trace, history, screenshots and report (default ./out/run-TIMESTAMP)")
 	tracePath := fs.String("trace", "", "trace file (default OUT/trace.jsonl; its folder receives the screenshots)")
 	reportPath := fs.String("report", "", "HTML report file (default OUT/report.html)")
@@ -62,9 +63,9 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *model == "" {
 		return usagef("no model: pass --model provider:name or set BROWSERAGENT_MODEL (providers: %s)", strings.Join(providers.Known(), ", "))
 	}
-	v := agent.Vision(*vision)
-	if v != agent.VisionOn && v != agent.VisionAuto && v != agent.VisionOff {
-		return usagef("--vision must be on, auto or off")
+	set := agent.Settings{MaxSteps: *maxSteps}
+	if err := af.apply(&set, *baseURL); err != nil {
+		return err
 	}
 	dir := *outDir
 	if dir == "" && *tracePath != "" {
@@ -85,7 +86,7 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	terminal := isTerminal(stdout)
 	out, err := runAgent(ctx, runConfig{
 		task: fs.Arg(0), model: m, browser: bf, outDir: dir, tracePath: *tracePath, reportPath: *reportPath,
-		settings: agent.Settings{MaxSteps: *maxSteps, Vision: v},
+		settings: set,
 		quiet:    *asJSON || !terminal, secrets: secrets, otel: *otel, record: *record,
 	}, stderr)
 	printOutcome(stdout, out, *asJSON)
