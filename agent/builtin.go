@@ -421,7 +421,7 @@ func (ac *ActionContext) extract(ctx context.Context, p ExtractParams) (ActionRe
 			name = ""
 		}
 	}
-	r := ActionResult{Text: fmt.Sprintf("Extracted %q from %s (%d characters, in read_state).", p.Query, pt.URL, len(ans)), ReadOnce: ans}
+	r := ActionResult{Text: fmt.Sprintf("Extracted %q from %s (%d characters, in read_state).", p.Query, pt.URL, len(ans)), ReadOnce: ans, Usage: resp.Usage}
 	if name != "" {
 		r.Text += " Saved as " + name + "."
 	}

@@ -300,6 +300,7 @@ func (d *Driver) Do(ctx context.Context, name string, params json.RawMessage) (A
 		}
 	}
 	item.Actions = []ActionRecord{rec}
+	addUsage(&item.Usage, rec.Result.Usage)
 	a.finish(ctx, &item)
 	return rec, err
 }

@@ -965,7 +965,9 @@ func (o *obsLog) RunEnded(_ context.Context, res *agent.Result, err error) {
 
 func TestLoopObservers(t *testing.T) {
 	b := agenttest.New(t, formSite()...)
-	extractor := &funcModel{fn: func(int) (*llm.Response, error) { return &llm.Response{Content: "Sign up"}, nil }}
+	extractor := &funcModel{fn: func(int) (*llm.Response, error) {
+		return &llm.Response{Content: "Sign up", Usage: llm.Usage{PromptTokens: 100000, CompletionTokens: 7}}, nil
+	}}
 	model := scripted.New([]scripted.Step{
 		{Action: "extract", Params: map[string]any{"query": "heading"}},
 		{Action: "done", Params: map[string]any{"text": "ok", "success": true}},
@@ -976,7 +978,15 @@ func TestLoopObservers(t *testing.T) {
 	set.Observers = []agent.Observer{o}
 	set.OnStepStart = func(_ context.Context, n int) { o.add("OnStepStart %d", n) }
 	set.OnStepEnd = func(_ context.Context, it agent.HistoryItem) { o.add("OnStepEnd %d", it.Step) }
-	run(t, newAgent(t, "Read the heading", model, b, set), model)
+	a := newAgent(t, "Read the heading", model, b, set)
+	res := run(t, a, model)
+	// The extraction model's tokens count in the step and the run.
+	if u := a.History().Items[0].Usage; u.PromptTokens < 100000 || u.CompletionTokens < 7 {
+		t.Errorf("step 0 usage %+v leaves out the extraction call", u)
+	}
+	if res.Usage.PromptTokens < 100000 {
+		t.Errorf("run usage %+v leaves out the extraction call", res.Usage)
+	}
 	want := []string{
 		"RunStarted Read the heading scripted",
 		"StepStarted 0", "OnStepStart 0",

@@ -60,6 +60,7 @@ func (a *Agent) multiAct(ctx context.Context, st *events.BrowserState, calls []A
 		}
 		rec, err := a.act(ctx, spec, c, st, step)
 		item.Actions = append(item.Actions, rec)
+		addUsage(&item.Usage, rec.Result.Usage)
 		if rec.Denied {
 			a.dropNote(item, calls, i+1, fmt.Sprintf("action %d (%s) was denied", i+1, c.Name))
 			return

@@ -59,6 +59,9 @@ type ActionResult struct {
 	WantScreenshot bool `json:"want_screenshot,omitempty"`
 	// Files are paths the action produced (screenshots, files written).
 	Files []string `json:"files,omitempty"`
+	// Usage is what model calls made by the action cost (extract); the
+	// loop adds it to the step's usage and so to the run's.
+	Usage llm.Usage `json:"usage,omitzero"`
 }
 
 // ActionContext is what an action gets to do its work. It is valid for the
