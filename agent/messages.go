@@ -283,7 +283,13 @@ func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int
 	if p.ViewportHeight > 0 {
 		above := float64(p.PixelsAbove) / float64(p.ViewportHeight)
 		below := float64(p.PixelsBelow) / float64(p.ViewportHeight)
-		fmt.Fprintf(b, "<page_info>%.1f pages above, %.1f pages below</page_info>\n", above, below)
+		side := ""
+		if p.ViewportWidth > 0 && (p.PixelsLeft > 0 || p.PixelsRight > 0) {
+			// Only a page that scrolls sideways says so: elements up to
+			// 1000 px past either edge are indexed too.
+			side = fmt.Sprintf(", %.1f pages left, %.1f pages right", float64(p.PixelsLeft)/float64(p.ViewportWidth), float64(p.PixelsRight)/float64(p.ViewportWidth))
+		}
+		fmt.Fprintf(b, "<page_info>%.1f pages above, %.1f pages below%s</page_info>\n", above, below, side)
 	}
 	for _, d := range st.ClosedDialogs {
 		verb := "dismissed"

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/browseragent/browseragent/agent"
+	"github.com/browseragent/browseragent/events"
 )
 
 // search_page, find_elements and save_as_pdf on a fixture page, through a
@@ -165,5 +166,17 @@ func TestCoordinateClickOnCanvas(t *testing.T) {
 	}
 	if _, err := d.Do(ctx, "click", params(t, map[string]any{"index": buy, "coordinate_x": 5, "coordinate_y": 5})); err == nil || !strings.Contains(err.Error(), "not both") {
 		t.Fatalf("index and coordinates: %v", err)
+	}
+}
+
+// page_info names the sideways extent only when the page scrolls sideways.
+func TestBrowserStateTextPageInfoSideways(t *testing.T) {
+	st := &events.BrowserState{URL: "http://127.0.0.1/", Page: events.PageInfo{ViewportWidth: 1000, ViewportHeight: 800, PixelsBelow: 1600}}
+	if got := agent.BrowserStateText(st, 0); !strings.Contains(got, "<page_info>0.0 pages above, 2.0 pages below</page_info>") {
+		t.Errorf("vertical page:\n%s", got)
+	}
+	st.Page.PixelsRight = 500
+	if got := agent.BrowserStateText(st, 0); !strings.Contains(got, "<page_info>0.0 pages above, 2.0 pages below, 0.0 pages left, 0.5 pages right</page_info>") {
+		t.Errorf("wide page:\n%s", got)
 	}
 }
