@@ -51,12 +51,21 @@ func compactedText(c compactState) string {
 }
 
 // compactHistory asks the compaction model for a summary of the older steps
-// when both gates are open (CompactEverySteps since the last summary, and a
-// history text over CompactTriggerChars), before the model call of the step
-// item. A failure is recorded in item.Compaction and retried on the next
-// step, since the gates stay open; it never fails the step.
+// when both gates are open, before the model call of the step item: enough
+// steps since the last summary (CompactEverySteps for the first one, then
+// CompactKeepLast+1, so that each summary folds at least one step the
+// previous one kept: unlike upstream, which waits CompactEverySteps again
+// while the history grows past the threshold, so that what the model is
+// sent stays near CompactTriggerChars), and a history text over
+// CompactTriggerChars. A failure is recorded in item.Compaction and
+// retried on the next step, since the gates stay open; it never fails the
+// step.
 func (a *Agent) compactHistory(ctx context.Context, item *HistoryItem) {
-	if a.set.CompactEverySteps < 0 || a.compactor == nil || item.Step-a.compact.lastStep < a.set.CompactEverySteps {
+	gap := a.set.CompactEverySteps
+	if a.compact.summary != "" {
+		gap = min(gap, max(a.set.CompactKeepLast, 0)+1)
+	}
+	if a.set.CompactEverySteps < 0 || a.compactor == nil || item.Step-a.compact.lastStep < gap {
 		return
 	}
 	a.mu.Lock()

@@ -56,7 +56,8 @@ func TestLoopCompaction(t *testing.T) {
 	compactor := scripted.New([]scripted.Step{
 		{Error: "503 overloaded"},
 		{Text: "SUMMARY ONE: read listing pages 1 to 19; cheapest so far Trail tent model 31 at $81.00."},
-		{Text: "SUMMARY TWO: read listing pages 1 to 44; cheapest Trail tent model 31 at $81.00."},
+		{Text: "SUMMARY TWO: read listing pages 1 to 31; cheapest Trail tent model 31 at $81.00."},
+		{Text: "SUMMARY THREE: read listing pages 1 to 42; cheapest Trail tent model 31 at $81.00."},
 	}, scripted.WithName("compactor"))
 	extractor := &funcModel{fn: func(int) (*llm.Response, error) {
 		t.Error("the extraction model was asked although CompactionModel is set")
@@ -78,10 +79,12 @@ func TestLoopCompaction(t *testing.T) {
 		t.Fatalf("%d step requests, want %d", len(reqs), total)
 	}
 
-	// The compaction model's calls: step 25 (fails), 26 (retry), 51.
+	// The compaction model's calls: step 25 (fails), 26 (retry), then
+	// whenever the history passes the threshold again, at least 7 steps
+	// (CompactKeepLast+1) later: 38 and 49.
 	creqs := compactor.Requests()
-	if len(creqs) != 3 {
-		t.Fatalf("%d compaction calls, want 3", len(creqs))
+	if len(creqs) != 4 {
+		t.Fatalf("%d compaction calls, want 4", len(creqs))
 	}
 	var compactSteps []int
 	for _, c := range calls.calls {
@@ -92,7 +95,7 @@ func TestLoopCompaction(t *testing.T) {
 			compactSteps = append(compactSteps, c.Step)
 		}
 	}
-	if fmt.Sprint(compactSteps) != "[25 26 51]" {
+	if fmt.Sprint(compactSteps) != "[25 26 38 49]" {
 		t.Fatalf("compaction calls at steps %v", compactSteps)
 	}
 	for i, r := range creqs {
@@ -111,9 +114,13 @@ func TestLoopCompaction(t *testing.T) {
 			if !strings.Contains(in, "<step_1>") || !strings.Contains(in, fmt.Sprintf("<step_%d>", last)) || strings.Contains(in, "<step_0>") || strings.Contains(in, fmt.Sprintf("<step_%d>", last+1)) || strings.Contains(in, "<previous_summary>") {
 				t.Fatalf("compaction call %d input:\n%s", i, shortText(in))
 			}
-		case 2:
-			if !strings.Contains(in, "<previous_summary>\nSUMMARY ONE") || !strings.Contains(in, "<step_20>") || !strings.Contains(in, "<step_44>") || strings.Contains(in, "<step_19>") || strings.Contains(in, "<step_45>") {
-				t.Fatalf("re-summary input:\n%s", shortText(in))
+		case 2, 3:
+			prev, first, last := "SUMMARY ONE", 20, 31
+			if i == 3 {
+				prev, first, last = "SUMMARY TWO", 32, 42
+			}
+			if !strings.Contains(in, "<previous_summary>\n"+prev) || !strings.Contains(in, fmt.Sprintf("<step_%d>", first)) || !strings.Contains(in, fmt.Sprintf("<step_%d>", last)) || strings.Contains(in, fmt.Sprintf("<step_%d>", first-1)) || strings.Contains(in, fmt.Sprintf("<step_%d>", last+1)) {
+				t.Fatalf("re-summary %d input:\n%s", i, shortText(in))
 			}
 		}
 	}
@@ -122,18 +129,21 @@ func TestLoopCompaction(t *testing.T) {
 	if len(h.Items) != total {
 		t.Fatalf("the history keeps every step: %d items", len(h.Items))
 	}
-	c25, c26, c51 := h.Items[25].Compaction, h.Items[26].Compaction, h.Items[51].Compaction
+	c25, c26, c38, c49 := h.Items[25].Compaction, h.Items[26].Compaction, h.Items[38].Compaction, h.Items[49].Compaction
 	if c25 == nil || !strings.Contains(c25.Error, agent.ErrCompaction.Error()) || !strings.Contains(c25.Error, "503 overloaded") || h.Items[25].Failed {
 		t.Fatalf("failed summary at step 25: %+v failed=%v", c25, h.Items[25].Failed)
 	}
 	if c26 == nil || c26.Error != "" || !strings.HasPrefix(c26.Summary, "SUMMARY ONE") || c26.FromStep != 1 || c26.ToStep != 19 || c26.CharsBefore <= agent.DefaultCompactTrigger || c26.CharsAfter >= agent.DefaultCompactTrigger {
 		t.Fatalf("summary at step 26: %+v", c26)
 	}
-	if c51 == nil || !strings.HasPrefix(c51.Summary, "SUMMARY TWO") || c51.FromStep != 1 || c51.ToStep != 44 {
-		t.Fatalf("summary at step 51: %+v", c51)
+	if c38 == nil || !strings.HasPrefix(c38.Summary, "SUMMARY TWO") || c38.FromStep != 1 || c38.ToStep != 31 || c38.CharsAfter >= agent.DefaultCompactTrigger {
+		t.Fatalf("summary at step 38: %+v", c38)
+	}
+	if c49 == nil || !strings.HasPrefix(c49.Summary, "SUMMARY THREE") || c49.FromStep != 1 || c49.ToStep != 42 {
+		t.Fatalf("summary at step 49: %+v", c49)
 	}
 	for i, it := range h.Items {
-		if it.Compaction != nil && i != 25 && i != 26 && i != 51 {
+		if it.Compaction != nil && i != 25 && i != 26 && i != 38 && i != 49 {
 			t.Fatalf("unexpected compaction at step %d: %+v", i, it.Compaction)
 		}
 	}
@@ -149,7 +159,8 @@ func TestLoopCompaction(t *testing.T) {
 		prevSummaryGone string
 	}{
 		{26, "SUMMARY ONE", []string{"<step_0>", "<step_20>", "<step_25>"}, []string{"<step_1>", "<step_19>"}, ""},
-		{51, "SUMMARY TWO", []string{"<step_0>", "<step_45>", "<step_50>"}, []string{"<step_1>", "<step_26>", "<step_44>"}, "SUMMARY ONE"},
+		{38, "SUMMARY TWO", []string{"<step_0>", "<step_32>", "<step_37>"}, []string{"<step_1>", "<step_20>", "<step_31>"}, "SUMMARY ONE"},
+		{51, "SUMMARY THREE", []string{"<step_0>", "<step_43>", "<step_50>"}, []string{"<step_1>", "<step_32>", "<step_42>"}, "SUMMARY TWO"},
 	} {
 		hist := section(userText(reqs[c.step]), "agent_history")
 		if len(hist) >= agent.DefaultCompactTrigger {

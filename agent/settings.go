@@ -134,9 +134,11 @@ type Settings struct {
 	// CompactEverySteps). Default: ExtractModel as given, else the agent's
 	// model.
 	CompactionModel llm.Model
-	// CompactEverySteps: a summary is made when at least this many steps
-	// passed since the run began or since the last summary, and the
-	// <agent_history> text exceeds CompactTriggerChars. The model then sees
+	// CompactEverySteps: the first summary is made when at least this many
+	// steps passed and the <agent_history> text exceeds CompactTriggerChars;
+	// later ones whenever the text exceeds it again, at least CompactKeepLast+1
+	// steps after the previous summary (upstream waits this many steps
+	// again, letting the history grow past the threshold). The model then sees
 	// the first step, the summary (marked unverified) and the steps from the
 	// last CompactKeepLast on. A failed summary call is retried on the next
 	// step; it never fails the step. The history record keeps every step.
