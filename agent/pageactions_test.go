@@ -13,28 +13,36 @@ import (
 
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/session"
 )
+
+// queriesPage opens agent-queries.html in a Driver with set and takes a
+// state (with a screenshot when shot).
+func queriesPage(t *testing.T, set agent.Settings, shot bool) (context.Context, *session.Session, *agent.Driver, *agent.Observation) {
+	t.Helper()
+	env, s := newSession(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	d, err := agent.NewDriver(s, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close(ctx) })
+	if _, err := d.Do(ctx, "navigate", params(t, map[string]any{"url": env.URL("/agent-queries.html")})); err != nil {
+		t.Fatal(err)
+	}
+	o, err := d.State(ctx, agent.StateOptions{Screenshot: shot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, s, d, o
+}
 
 // search_page, find_elements and save_as_pdf on a fixture page, through a
 // Driver: each is a step of the session, and what it found is what the
 // page holds.
 func TestPageQueryActions(t *testing.T) {
-	env, s := newSession(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	set := settings(t)
-	d, err := agent.NewDriver(s, set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close(ctx)
-	if _, err := d.Do(ctx, "navigate", params(t, map[string]any{"url": env.URL("/agent-queries.html")})); err != nil {
-		t.Fatal(err)
-	}
-	o, err := d.State(ctx, agent.StateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, s, d, o := queriesPage(t, settings(t), false)
 
 	t.Run("plain search with context, below the viewport too", func(t *testing.T) {
 		rec, err := d.Do(ctx, "search_page", params(t, map[string]any{"pattern": "WARRANTY", "context_chars": 20}))
@@ -134,24 +142,10 @@ func TestPageQueryActions(t *testing.T) {
 // With coordinate clicks on, click takes a point of the screenshot and it
 // lands on the canvas there; index and coordinates together are refused.
 func TestCoordinateClickOnCanvas(t *testing.T) {
-	env, s := newSession(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	set := settings(t)
 	on := true
 	set.CoordinateClicks = &on
-	d, err := agent.NewDriver(s, set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close(ctx)
-	if _, err := d.Do(ctx, "navigate", params(t, map[string]any{"url": env.URL("/agent-queries.html")})); err != nil {
-		t.Fatal(err)
-	}
-	o, err := d.State(ctx, agent.StateOptions{Screenshot: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, s, d, o := queriesPage(t, set, true)
 	buy := indexWhere(t, o.State, "id", "buy")
 	var r struct{ X, Y float64 }
 	evalPage(t, s, `(() => { const r = document.getElementById('pad').getBoundingClientRect(); return {X: r.left, Y: r.top}; })()`, &r)
