@@ -27,58 +27,83 @@ const maxLabelScan = 64
 // and labels (document or shadow root: for= resolves in the label's own
 // scope, as getElementById does); O(n).
 func linkLabels(root *Node) {
-	type scope struct {
-		ids    []*Node // elements with an id, in tree order
-		labels []*Node
-		hasFor bool
-	}
-	var scopes []*scope
-	var rec func(n *Node, sc *scope)
-	rec = func(n *Node, sc *scope) {
-		if sc == nil || n.Type == DocumentNode || n.Type == DocumentFragmentNode {
-			sc = &scope{}
-			scopes = append(scopes, sc)
-		}
-		if n.Type == ElementNode {
-			if n.HasAttr("id") {
-				sc.ids = append(sc.ids, n)
-			}
-			if n.Tag == "label" {
-				sc.labels = append(sc.labels, n)
-				sc.hasFor = sc.hasFor || n.HasAttr("for")
-			}
-		}
-		n.eachChild(func(c *Node) { rec(c, sc) })
-	}
 	if root == nil {
 		return
 	}
-	rec(root, nil)
-	for _, sc := range scopes {
-		if len(sc.labels) == 0 {
+	var w labelWalk
+	w.visit(root, root)
+	if len(w.labels) == 0 {
+		return
+	}
+	byScope := map[*Node]map[string]*Node{}
+	for _, l := range w.labels {
+		var byID map[string]*Node
+		if l.label.HasAttr("for") {
+			var ok bool
+			if byID, ok = byScope[l.scope]; !ok {
+				byID = map[string]*Node{}
+				idsInScope(l.scope, byID, true)
+				byScope[l.scope] = byID
+			}
+		}
+		c := labeledControl(l.label, byID)
+		if c == nil {
 			continue
 		}
-		var byID map[string]*Node
-		if sc.hasFor {
-			byID = make(map[string]*Node, len(sc.ids))
-			for _, n := range sc.ids {
-				if id := n.Attr("id"); id != "" {
-					if _, dup := byID[id]; !dup {
-						byID[id] = n // the first in tree order wins, as in the DOM
-					}
-				}
+		l.label.Control = c
+		if c.StandIn == nil && l.label.Visible && unclickable(c) {
+			c.StandIn = l.label
+		}
+	}
+}
+
+// scopedLabel is a <label> and the root of its tree scope (a document or
+// a shadow root: for= resolves there, as getElementById does).
+type scopedLabel struct {
+	label, scope *Node
+}
+
+// labelWalk finds the labels of a tree. Labels are rare, so the walk
+// allocates nothing per node; ids are collected afterwards, only in the
+// scopes that have a label with for=.
+type labelWalk struct {
+	labels []scopedLabel
+}
+
+func (w *labelWalk) visit(n, scope *Node) {
+	if n.Type == DocumentNode || n.Type == DocumentFragmentNode {
+		scope = n
+	}
+	if n.Type == ElementNode && n.Tag == "label" {
+		w.labels = append(w.labels, scopedLabel{n, scope})
+	}
+	for _, c := range n.ShadowRoots {
+		w.visit(c, scope)
+	}
+	for _, c := range n.Children {
+		w.visit(c, scope)
+	}
+	if n.ContentDocument != nil {
+		w.visit(n.ContentDocument, scope)
+	}
+}
+
+// idsInScope adds the elements with an id under n to byID, staying in n's
+// tree scope (not entering shadow roots or frames); the first in tree
+// order wins, as in the DOM.
+func idsInScope(n *Node, byID map[string]*Node, top bool) {
+	if !top && (n.Type == DocumentNode || n.Type == DocumentFragmentNode) {
+		return
+	}
+	if n.Type == ElementNode {
+		if id := n.Attr("id"); id != "" {
+			if _, dup := byID[id]; !dup {
+				byID[id] = n
 			}
 		}
-		for _, l := range sc.labels {
-			c := labeledControl(l, byID)
-			if c == nil {
-				continue
-			}
-			l.Control = c
-			if c.StandIn == nil && l.Visible && unclickable(c) {
-				c.StandIn = l
-			}
-		}
+	}
+	for _, c := range n.Children {
+		idsInScope(c, byID, false)
 	}
 }
 
