@@ -320,6 +320,25 @@ func TestBrowserDiesAndRestarts(t *testing.T) {
 	}
 }
 
+// TestPageQueryTools: search_page and find_elements answer from the page
+// without a model, and find_elements names the indexes of the last state.
+func TestPageQueryTools(t *testing.T) {
+	web := site(t)
+	l := newLauncher(t, nil)
+	cs := connect(t, newServer(t, mcpserver.Config{Start: l.start}), nil, "")
+	mustCall(t, cs, "navigate", map[string]any{"url": web.URL1 + "/agent-queries.html"})
+	buy := index(t, mustCall(t, cs, "state", nil), "Buy now")
+	if got := mustCall(t, cs, "search_page", map[string]any{"pattern": `\$\d+\.\d\d`, "regex": true, "css_scope": "#prices"}); !strings.Contains(got, "Found 3 match") || !strings.Contains(got, "«$8.00»") {
+		t.Fatalf("search_page:\n%s", got)
+	}
+	if got := mustCall(t, cs, "find_elements", map[string]any{"selector": "#buy"}); !strings.Contains(got, fmt.Sprintf("[%d]<button", buy)) {
+		t.Fatalf("find_elements (buy is %d):\n%s", buy, got)
+	}
+	if text, isErr := call(t, cs, "find_elements", map[string]any{"selector": "td[["}); !isErr || !strings.Contains(text, "invalid CSS selector") {
+		t.Fatalf("a bad selector: %v %q", isErr, text)
+	}
+}
+
 // TestToolList: the list follows the configuration, and listing starts
 // nothing.
 func TestToolList(t *testing.T) {

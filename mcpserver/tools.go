@@ -66,6 +66,18 @@ type (
 	findIn struct {
 		Text string `json:"text"`
 	}
+	searchIn struct {
+		Pattern       string `json:"pattern" jsonschema:"text to find (a JavaScript regular expression with regex)"`
+		Regex         bool   `json:"regex,omitempty"`
+		CaseSensitive bool   `json:"case_sensitive,omitempty"`
+		CSSScope      string `json:"css_scope,omitempty" jsonschema:"only inside elements matching this CSS selector"`
+		MaxResults    int    `json:"max_results,omitempty" jsonschema:"default 25"`
+	}
+	findElementsIn struct {
+		Selector   string   `json:"selector" jsonschema:"CSS selector"`
+		Attributes []string `json:"attributes,omitempty" jsonschema:"attributes to show (default: common ones)"`
+		MaxResults int      `json:"max_results,omitempty" jsonschema:"default 50"`
+	}
 	evaluateIn struct {
 		Code string `json:"code" jsonschema:"JavaScript expression; its JSON value is returned"`
 	}
@@ -244,6 +256,12 @@ func (s *Server) addTools() {
 			return pageText(in.StartFromChar)
 		})
 	}
+	addTool(s, &mcp.Tool{Name: "search_page", Annotations: ro, Description: "Find text or a regex in the page's full text, with the text around each match."}, func(in searchIn) handler {
+		return action("search_page", omitZero(map[string]any{"pattern": in.Pattern, "regex": in.Regex, "case_sensitive": in.CaseSensitive, "css_scope": in.CSSScope, "max_results": in.MaxResults}))
+	})
+	addTool(s, &mcp.Tool{Name: "find_elements", Annotations: ro, Description: "List the elements a CSS selector matches: tag, attributes, text, and [index] when the last state has one."}, func(in findElementsIn) handler {
+		return action("find_elements", omitZero(map[string]any{"selector": in.Selector, "attributes": in.Attributes, "max_results": in.MaxResults}))
+	})
 	addTool(s, &mcp.Tool{Name: "find_text", Description: "Scroll to a text on the page."}, func(in findIn) handler {
 		return action("find_text", map[string]any{"text": in.Text})
 	})
@@ -320,4 +338,30 @@ func pageText(from int) handler {
 		}
 		return text(sb.String()), nil
 	}
+}
+
+// omitZero drops the zero values of optional parameters, so that the
+// action's own defaults apply.
+func omitZero(p map[string]any) map[string]any {
+	for k, v := range p {
+		switch v := v.(type) {
+		case bool:
+			if !v {
+				delete(p, k)
+			}
+		case int:
+			if v == 0 {
+				delete(p, k)
+			}
+		case string:
+			if v == "" {
+				delete(p, k)
+			}
+		case []string:
+			if len(v) == 0 {
+				delete(p, k)
+			}
+		}
+	}
+	return p
 }
