@@ -17,34 +17,32 @@ import (
 // find_elements) and save_as_pdf.
 
 type (
-	// SearchPageParams are search_page's parameters.
+	// SearchPageParams are search_page's parameters. Every parameter is
+	// sent to the model on every step, so only the ones that change what
+	// is found are offered; the event has more (context, result count).
 	SearchPageParams struct {
-		Pattern       string `json:"pattern" description:"text to find (a regular expression with regex=true)"`
+		Pattern       string `json:"pattern" description:"text, or a regex with regex=true"`
 		Regex         bool   `json:"regex,omitempty"`
 		CaseSensitive bool   `json:"case_sensitive,omitempty"`
-		ContextChars  int    `json:"context_chars,omitempty" description:"characters around each match (default 150)"`
-		CSSScope      string `json:"css_scope,omitempty" description:"search only inside elements matching this CSS selector"`
-		MaxResults    int    `json:"max_results,omitempty" description:"default 25"`
+		CSSScope      string `json:"css_scope,omitempty" description:"only inside elements matching this CSS selector"`
 	}
 	// FindElementsParams are find_elements' parameters.
 	FindElementsParams struct {
-		Selector    string   `json:"selector" description:"CSS selector"`
-		Attributes  []string `json:"attributes,omitempty" description:"attributes to show (default: common ones)"`
-		MaxResults  int      `json:"max_results,omitempty" description:"default 50"`
-		IncludeText *bool    `json:"include_text,omitempty" description:"default true"`
+		Selector   string   `json:"selector" description:"CSS selector"`
+		Attributes []string `json:"attributes,omitempty" description:"attributes to show (default: common ones)"`
 	}
 	// SavePDFParams are save_as_pdf's parameters.
 	SavePDFParams struct {
-		FileName    string `json:"file_name,omitempty" description:"a plain name ending in .pdf (default: from the title)"`
+		FileName    string `json:"file_name,omitempty" description:"name.pdf (default: from the title)"`
 		Landscape   bool   `json:"landscape,omitempty"`
-		PaperFormat string `json:"paper_format,omitempty" description:"Letter (default), Legal, A4, ..."`
+		PaperFormat string `json:"paper_format,omitempty" description:"Letter (default), A4, Legal, …"`
 	}
 )
 
 // registerPageActions adds search_page, find_elements and save_as_pdf.
 func registerPageActions(r *Registry, must func(error)) {
-	must(Register(r, "search_page", "Find text or a regex in the page's full text, with context (free, no model call).", searchPageAction, WithRisk(RiskRead)))
-	must(Register(r, "find_elements", "List the elements a CSS selector matches: tag, attributes, text, index if any (free).", findElementsAction, WithRisk(RiskRead)))
+	must(Register(r, "search_page", "Find text in the whole page, with context (free).", searchPageAction, WithRisk(RiskRead)))
+	must(Register(r, "find_elements", "List a CSS selector's matches: attributes, text, index (free).", findElementsAction, WithRisk(RiskRead)))
 	must(Register(r, "save_as_pdf", "Save the page as a PDF in your files.", savePDFAction, WithRisk(RiskDownload)))
 }
 
@@ -53,8 +51,7 @@ const readOnceCap = 20000
 
 func searchPageAction(ctx context.Context, ac *ActionContext, p SearchPageParams) (ActionResult, error) {
 	res, err := bus.Call(ctx, ac.Browser.Bus(), events.SearchPage, events.SearchPageEvent{
-		Pattern: p.Pattern, Regex: p.Regex, CaseSensitive: p.CaseSensitive,
-		ContextChars: p.ContextChars, Scope: p.CSSScope, MaxResults: p.MaxResults,
+		Pattern: p.Pattern, Regex: p.Regex, CaseSensitive: p.CaseSensitive, Scope: p.CSSScope,
 	})
 	if err != nil {
 		return ActionResult{}, err
@@ -90,8 +87,7 @@ func searchPageAction(ctx context.Context, ac *ActionContext, p SearchPageParams
 
 func findElementsAction(ctx context.Context, ac *ActionContext, p FindElementsParams) (ActionResult, error) {
 	res, err := bus.Call(ctx, ac.Browser.Bus(), events.FindElements, events.FindElementsEvent{
-		Selector: p.Selector, Attributes: p.Attributes, MaxResults: p.MaxResults,
-		NoText: p.IncludeText != nil && !*p.IncludeText,
+		Selector: p.Selector, Attributes: p.Attributes,
 	})
 	if err != nil {
 		return ActionResult{}, err

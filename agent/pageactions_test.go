@@ -45,7 +45,7 @@ func TestPageQueryActions(t *testing.T) {
 	ctx, s, d, o := queriesPage(t, settings(t), false)
 
 	t.Run("plain search with context, below the viewport too", func(t *testing.T) {
-		rec, err := d.Do(ctx, "search_page", params(t, map[string]any{"pattern": "WARRANTY", "context_chars": 20}))
+		rec, err := d.Do(ctx, "search_page", params(t, map[string]any{"pattern": "WARRANTY"}))
 		if err != nil {
 			t.Fatalf("search: %v", err)
 		}

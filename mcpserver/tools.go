@@ -71,12 +71,10 @@ type (
 		Regex         bool   `json:"regex,omitempty"`
 		CaseSensitive bool   `json:"case_sensitive,omitempty"`
 		CSSScope      string `json:"css_scope,omitempty" jsonschema:"only inside elements matching this CSS selector"`
-		MaxResults    int    `json:"max_results,omitempty" jsonschema:"default 25"`
 	}
 	findElementsIn struct {
 		Selector   string   `json:"selector" jsonschema:"CSS selector"`
 		Attributes []string `json:"attributes,omitempty" jsonschema:"attributes to show (default: common ones)"`
-		MaxResults int      `json:"max_results,omitempty" jsonschema:"default 50"`
 	}
 	evaluateIn struct {
 		Code string `json:"code" jsonschema:"JavaScript expression; its JSON value is returned"`
@@ -257,10 +255,10 @@ func (s *Server) addTools() {
 		})
 	}
 	addTool(s, &mcp.Tool{Name: "search_page", Annotations: ro, Description: "Find text or a regex in the page's full text, with the text around each match."}, func(in searchIn) handler {
-		return action("search_page", omitZero(map[string]any{"pattern": in.Pattern, "regex": in.Regex, "case_sensitive": in.CaseSensitive, "css_scope": in.CSSScope, "max_results": in.MaxResults}))
+		return action("search_page", omitZero(map[string]any{"pattern": in.Pattern, "regex": in.Regex, "case_sensitive": in.CaseSensitive, "css_scope": in.CSSScope}))
 	})
 	addTool(s, &mcp.Tool{Name: "find_elements", Annotations: ro, Description: "List the elements a CSS selector matches: tag, attributes, text, and [index] when the last state has one."}, func(in findElementsIn) handler {
-		return action("find_elements", omitZero(map[string]any{"selector": in.Selector, "attributes": in.Attributes, "max_results": in.MaxResults}))
+		return action("find_elements", omitZero(map[string]any{"selector": in.Selector, "attributes": in.Attributes}))
 	})
 	addTool(s, &mcp.Tool{Name: "find_text", Description: "Scroll to a text on the page."}, func(in findIn) handler {
 		return action("find_text", map[string]any{"text": in.Text})
@@ -347,10 +345,6 @@ func omitZero(p map[string]any) map[string]any {
 		switch v := v.(type) {
 		case bool:
 			if !v {
-				delete(p, k)
-			}
-		case int:
-			if v == 0 {
 				delete(p, k)
 			}
 		case string:
