@@ -63,27 +63,18 @@ const cleanupTimeout = 15 * time.Second
 // /etc/chromium.d (extensions, GPU switches) and its noisy dev-shm check.
 const debianRealChromium = "/usr/lib/chromium/chromium"
 
-// FindChrome returns the browser binary to launch, in this order:
-// $BROWSERAGENT_CHROME (must exist), Debian's real binary
-// /usr/lib/chromium/chromium, then chromium, chromium-browser, google-chrome,
-// google-chrome-stable on PATH. It returns an error wrapping
-// ErrBrowserNotFound when none exists.
+// FindChrome returns the browser binary to launch: the first usable place
+// of ChromeCandidates for this OS (see there for the order per OS). When
+// $BROWSERAGENT_CHROME is set, it is the only place tried and must exist.
+// A path must be a file, executable (an .exe on Windows); a name is looked
+// up on PATH. When none is usable, the error wraps ErrBrowserNotFound and
+// lists the places looked at; FindChromeReport says why each failed.
 func FindChrome() (string, error) {
-	if p := os.Getenv(EnvChrome); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%w: %s=%q: %v", ErrBrowserNotFound, EnvChrome, p, err)
-		}
-		return p, nil
+	r := hostSystem().report(hostCandidates(), false)
+	if p, ok := r.Chosen(); ok {
+		return p.Found, nil
 	}
-	if st, err := os.Stat(debianRealChromium); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-		return debianRealChromium, nil
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	return "", ErrBrowserNotFound
+	return "", r.Err()
 }
 
 // LaunchOptions configure Launch. The zero value launches a headless browser
