@@ -84,7 +84,7 @@ func ChromeCandidates(goos string, env func(string) string, home string) []Candi
 
 func linuxCandidates() []Candidate {
 	return []Candidate{
-		{Path: debianRealChromium, Browser: BrowserChromium, Why: "Debian's binary (skips the /usr/bin/chromium wrapper)"},
+		{Path: debianRealChromium, Browser: BrowserChromium, Why: "Debian's real binary, without the wrapper"},
 		{Name: "chromium", Browser: BrowserChromium, Why: "on PATH"},
 		{Name: "chromium-browser", Browser: BrowserChromium, Why: "on PATH"},
 		{Name: "google-chrome", Browser: BrowserChrome, Why: "on PATH"},

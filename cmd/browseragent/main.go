@@ -7,6 +7,7 @@
 //	browseragent report TRACE [-o FILE]  turn a trace into an HTML report
 //	browseragent verify TRACE            check a trace's hash chain
 //	browseragent mcp [flags]             serve the browser to MCP clients (stdio or --http)
+//	browseragent doctor [--json]         which browser would be launched, its version, and why
 //
 // A background session for shells and scripts (docs/shell.md):
 //
@@ -74,6 +75,7 @@ func commands() []command {
 		{"close", "end a background session: history, trace and report written", runClose},
 		{serveCommand, "", runServeSession},
 		{"mcp", "serve the browser to MCP clients (Claude Code, Cursor, …) over stdio or --http", runMCP},
+		{"doctor", "say which browser would be launched and why, its version, and where sessions keep files", runDoctor},
 	}
 }
 
