@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -79,7 +80,7 @@ func startSession(ctx context.Context, f *browserFlags, opts ...session.Option) 
 	if err := s.Start(sctx); err != nil {
 		switch {
 		case errors.Is(err, cdp.ErrBrowserNotFound):
-			return nil, fmt.Errorf("no browser found: install Chromium (apt-get install chromium, or make test which does it) or pass --chrome / set BROWSERAGENT_CHROME")
+			return nil, fmt.Errorf("no browser found: %s, or pass --chrome / set BROWSERAGENT_CHROME; 'browseragent doctor' lists the places looked at", installHint(runtime.GOOS))
 		case f.cdpURL != "":
 			return nil, fmt.Errorf("cannot connect to the browser at %s: %w", f.cdpURL, err)
 		}
@@ -93,4 +94,15 @@ func stopSession(s *session.Session) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return s.Stop(ctx)
+}
+
+// installHint says how to get a browser on goos.
+func installHint(goos string) string {
+	switch goos {
+	case "darwin":
+		return "install Google Chrome, or Chromium (brew install --cask chromium)"
+	case "windows":
+		return "install Google Chrome, or use Microsoft Edge"
+	}
+	return "install Chromium (apt-get install chromium, or make test which does it)"
 }
