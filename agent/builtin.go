@@ -13,6 +13,7 @@ import (
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pathcheck"
 )
 
 // Parameter types of the built-in actions (their schemas are derived by
@@ -373,11 +374,18 @@ func (ac *ActionContext) navigate(ctx context.Context, u string, newTab bool) (A
 }
 
 // uploadPath allows the caller's AvailableFilePaths and the agent's files.
+// Paths match by the system's rules (on Windows C:\Files\cv.pdf is
+// c:/files/CV.pdf); the path uploaded is the one the caller listed.
 func (ac *ActionContext) uploadPath(p string) (string, error) {
 	if slices.Contains(ac.agent.set.AvailableFilePaths, p) {
 		return p, nil
 	}
-	if path, err := ac.FileSystem.Path(filepath.Base(p)); err == nil && (p == filepath.Base(p) || p == path) {
+	for _, a := range ac.agent.set.AvailableFilePaths {
+		if pathcheck.Same(a, p) {
+			return a, nil
+		}
+	}
+	if path, err := ac.FileSystem.Path(filepath.Base(p)); err == nil && (p == filepath.Base(p) || p == path || pathcheck.Same(p, path)) {
 		return path, nil
 	}
 	return "", fmt.Errorf("file %q may not be uploaded: use a path from available_file_paths or one of your files (%s)", p, strings.Join(ac.FileSystem.Names(), ", "))

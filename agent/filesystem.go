@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/browseragent/browseragent/internal/pathcheck"
 )
 
 // ErrFileName is wrapped by errors for a file name the FileSystem refuses.
@@ -22,7 +24,8 @@ var fileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_\-.]{0,99}$`)
 // FileSystem is the agent's scratch area: files kept in memory and mirrored
 // to a directory on disk (Dir). Names are plain base names with an allowed
 // extension; anything with a path separator, "..", a leading dot or an
-// unknown extension is refused with an error the model reads. It is safe
+// unknown extension is refused with an error the model reads, and so is a
+// Windows device name (con.md, NUL.txt) on every system. It is safe
 // for concurrent use.
 type FileSystem struct {
 	dir   string
@@ -51,6 +54,10 @@ func CleanName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || strings.ContainsAny(name, `/\`) || strings.Contains(name, "..") || !fileNameRE.MatchString(name) {
 		return "", fmt.Errorf("%w: %q (use a plain name like notes.md: letters, digits, _ - .)", ErrFileName, name)
+	}
+	// Refused on every system, so the folder means the same on Windows.
+	if pathcheck.Reserved(name) {
+		return "", fmt.Errorf("%w: %q is a device name on Windows (CON, NUL, COM1, ...); use another name", ErrFileName, name)
 	}
 	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(name), "."))
 	for _, e := range FileExtensions {

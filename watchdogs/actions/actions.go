@@ -30,6 +30,7 @@ import (
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/events"
 	"github.com/browseragent/browseragent/internal/pagejs"
+	"github.com/browseragent/browseragent/internal/pathcheck"
 	"github.com/browseragent/browseragent/session"
 )
 
@@ -110,7 +111,9 @@ var ErrUploadNotAllowed = errors.New("actions: upload not allowed")
 
 // UploadDirPolicy is the default upload policy: a path must name an existing
 // regular file (not a directory, device or socket) and, when Dir is set, lie
-// inside Dir after symbolic links are resolved.
+// inside Dir after symbolic links are resolved, by the system's path rules
+// (pathcheck.Within: on Windows case-insensitive, drive letters and UNC
+// shares compared, another drive outside).
 type UploadDirPolicy struct {
 	// Dir, when non-empty, is the only directory (with its subdirectories)
 	// files may be uploaded from.
@@ -141,8 +144,9 @@ func (p UploadDirPolicy) AllowUpload(_ context.Context, path string) error {
 				dir = d
 			}
 		}
-		rel, err := filepath.Rel(dir, real)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		// By the system's rules: on Windows another drive is outside, and
+		// case and separators do not matter.
+		if !pathcheck.Within(dir, real) {
 			return fmt.Errorf("%w: %s is outside the upload directory %s", ErrUploadNotAllowed, path, p.Dir)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pathcheck"
 )
 
 // The file-name rules: a name the page supplies becomes a safe base name,
@@ -39,13 +40,10 @@ func fileEvent(guid, rawURL, p string, size int64, auto bool) events.FileDownloa
 }
 
 // contained reports whether p names an entry directly inside dir (not dir
-// itself, nothing deeper, nothing outside), lexically after Clean.
+// itself, nothing deeper, nothing outside), lexically after Clean, by the
+// system's rules (on Windows: drive letters, UNC shares, any case).
 func contained(dir, p string) bool {
-	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(p))
-	if err != nil || rel == "." {
-		return false
-	}
-	return rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) && !strings.ContainsRune(rel, filepath.Separator)
+	return pathcheck.Child(filepath.Clean(dir), filepath.Clean(p))
 }
 
 // reserve creates an empty file dir/name (or name (1), name (2), …) with
@@ -116,14 +114,6 @@ func writeInto(dir, name string, data []byte) (string, error) {
 // maxName caps a file name in bytes (most file systems allow 255).
 const maxName = 200
 
-// reserved are the Windows device names, which no file may be named
-// (with any extension) if the directory is ever copied there.
-var reserved = map[string]bool{
-	"con": true, "prn": true, "aux": true, "nul": true,
-	"com1": true, "com2": true, "com3": true, "com4": true, "com5": true, "com6": true, "com7": true, "com8": true, "com9": true,
-	"lpt1": true, "lpt2": true, "lpt3": true, "lpt4": true, "lpt5": true, "lpt6": true, "lpt7": true, "lpt8": true, "lpt9": true,
-}
-
 // sanitizeName turns a page-supplied file name into a safe base name:
 // only the last path element (either separator), no control or
 // Windows-reserved characters, no leading dots or spaces, no trailing dots or
@@ -151,11 +141,9 @@ func sanitizeName(name string) string {
 	if name == "" {
 		return "download"
 	}
-	stem := name
-	if i := strings.IndexByte(stem, '.'); i >= 0 {
-		stem = stem[:i]
-	}
-	if reserved[strings.ToLower(strings.TrimSpace(stem))] {
+	// A device name (CON, nul.txt, COM1.tar.gz) is no file on Windows,
+	// whichever system saves it: the folder may be copied there.
+	if pathcheck.Reserved(name) {
 		name = "_" + name
 	}
 	if len(name) > maxName {
