@@ -13,11 +13,17 @@ import (
 	"time"
 )
 
-// Client sends requests to the server listening on Socket. The zero
-// Timeout bounds a call by its context only.
+// Client sends requests to the server listening on Socket, or at
+// Endpoint. The zero Timeout bounds a call by its context only.
+// Paths.Client makes the client of a session.
 type Client struct {
-	Socket  string
-	Timeout time.Duration
+	Socket string
+	// Endpoint, when set, is a session's NAME.tcp (TransportTCP): when the
+	// file exists, the client connects to the loopback address it names
+	// and sends its token before the request; when it does not, Socket is
+	// used (if set).
+	Endpoint string
+	Timeout  time.Duration
 }
 
 // Call sends req (its V set to Version) on a connection of its own and
@@ -26,7 +32,8 @@ type Client struct {
 // Other errors wrap ErrNotRunning (no server on the socket: none exists, or
 // it refuses connections), ErrTimeout (no answer within Timeout),
 // ErrBadRequest (req is larger than MaxRequestBytes; nothing was sent),
-// ErrBadResponse, or the context's error.
+// ErrBadResponse, or the context's error. A server that refused the
+// connection (a wrong token) answers with an error wrapping ErrRefused.
 func (c *Client) Call(ctx context.Context, req Request) (*Response, error) {
 	req.V = Version
 	line, err := json.Marshal(req)
@@ -41,13 +48,9 @@ func (c *Client) Call(ctx context.Context, req Request) (*Response, error) {
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.Socket)
+	conn, preamble, err := c.dial(ctx)
 	if err != nil {
-		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("%w: %s: %w", ErrNotRunning, c.Socket, err)
-		}
-		return nil, c.ctxErr(ctx, err)
+		return nil, err
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -56,7 +59,8 @@ func (c *Client) Call(ctx context.Context, req Request) (*Response, error) {
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
 
-	_, werr := conn.Write(append(line, '\n'))
+	// One write: the token (if any), then the request.
+	_, werr := conn.Write(append(append(preamble, line...), '\n'))
 	// Read the answer even when the write failed: a server that refused
 	// the request early answered before closing.
 	br := bufio.NewReader(io.LimitReader(conn, MaxResponseBytes+1))
@@ -81,6 +85,40 @@ func (c *Client) Call(ctx context.Context, req Request) (*Response, error) {
 		return &resp, fmt.Errorf("%w: the session answered in protocol version %d, this client speaks %d", ErrVersion, resp.V, Version)
 	}
 	return &resp, resp.Err()
+}
+
+// dial connects to the session: over TCP when c.Endpoint exists (the
+// token is the preamble to send first), else on c.Socket.
+func (c *Client) dial(ctx context.Context) (net.Conn, []byte, error) {
+	var d net.Dialer
+	if c.Endpoint != "" {
+		ep, err := readEndpoint(c.Endpoint)
+		switch {
+		case err == nil:
+			conn, err := d.DialContext(ctx, "tcp", ep.Addr)
+			if err != nil {
+				if isRefused(err) {
+					return nil, nil, fmt.Errorf("%w: nothing listens at %s (%s)", ErrNotRunning, ep.Addr, c.Endpoint)
+				}
+				return nil, nil, c.ctxErr(ctx, err)
+			}
+			return conn, []byte(ep.Token + "\n"), nil
+		case !isNotExist(err):
+			// Unreadable or not ours: Diagnose removes it when no live
+			// process holds the session's lock.
+			return nil, nil, fmt.Errorf("%w: %w", ErrNotRunning, err)
+		case c.Socket == "":
+			return nil, nil, fmt.Errorf("%w: %s: %w", ErrNotRunning, c.Endpoint, err)
+		}
+	}
+	conn, err := d.DialContext(ctx, "unix", c.Socket)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || isRefused(err) {
+			return nil, nil, fmt.Errorf("%w: %s: %w", ErrNotRunning, c.Socket, err)
+		}
+		return nil, nil, c.ctxErr(ctx, err)
+	}
+	return conn, nil, nil
 }
 
 // ctxErr words an I/O error that the context's end or the timeout caused.

@@ -54,23 +54,46 @@ var MaxSocketPath = map[bool]int{true: 107, false: 103}[runtime.GOOS == "linux"]
 
 // DefaultDir is the socket directory: $XDG_RUNTIME_DIR/browseragent when
 // XDG_RUNTIME_DIR is an absolute path (a per-user tmpfs on most Linux
-// desktops), else os.TempDir()/browseragent-<uid>.
+// desktops); on Windows %LocalAppData%\browseragent-sessions (under the
+// user's profile, which only the user, SYSTEM and Administrators may
+// enter by default); else os.TempDir()/browseragent-<uid>.
 func DefaultDir() string {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "browseragent")
+	}
+	if runtime.GOOS == "windows" {
+		if d := os.Getenv("LocalAppData"); d != "" && filepath.IsAbs(d) {
+			return filepath.Join(d, "browseragent-sessions")
+		}
+		return filepath.Join(os.TempDir(), "browseragent-sessions")
 	}
 	return filepath.Join(os.TempDir(), "browseragent-"+strconv.Itoa(os.Getuid()))
 }
 
 // Dir is a socket directory checked by OpenDir.
-type Dir struct{ path string }
+type Dir struct {
+	path      string
+	transport Transport
+}
 
 // OpenDir creates path with mode 0700 when it does not exist (its parent
 // must), and checks it: a directory, not a symlink, owned by the caller,
 // mode exactly 0700. Anything else is refused with an error wrapping
 // ErrUnsafeDir and is left as it is: in a shared directory such as /tmp,
 // another user may have made it to read or replace the sockets.
+//
+// On Windows only "a directory, not a symlink or junction" is checked:
+// Go sets no access list, so the directory and its files get what their
+// parent grants (under the user's profile: the user, SYSTEM and
+// Administrators), and the owner is not compared.
+//
+// The Dir's sessions listen on SelectedTransport; an error wraps
+// ErrTransport when TransportEnv names none this system has.
 func OpenDir(path string) (*Dir, error) {
+	transport, err := SelectedTransport()
+	if err != nil {
+		return nil, err
+	}
 	path = filepath.Clean(path)
 	if err := os.Mkdir(path, 0o700); err == nil {
 		// The umask may have taken bits away.
@@ -83,7 +106,7 @@ func OpenDir(path string) (*Dir, error) {
 	if err := checkDir(path); err != nil {
 		return nil, err
 	}
-	return &Dir{path: path}, nil
+	return &Dir{path: path, transport: transport}, nil
 }
 
 // Path is the directory's path.
@@ -92,26 +115,41 @@ func (d *Dir) Path() string { return d.path }
 // Paths are the files of one session in a Dir.
 type Paths struct {
 	Name string
-	// Socket is NAME.sock, Lock NAME.lock, Meta NAME.json.
-	Socket, Lock, Meta string
+	// Socket is NAME.sock, Endpoint NAME.tcp (TransportTCP's address and
+	// token), Lock NAME.lock, Meta NAME.json.
+	Socket, Endpoint, Lock, Meta string
+	// Transport is what a server of this session listens on (Listen).
+	// Clients use whichever the session's files say (Client).
+	Transport Transport
+}
+
+// Client returns a client of the session: over TCP when its NAME.tcp
+// exists, else over its Unix socket (never on Windows).
+func (p Paths) Client(timeout time.Duration) Client {
+	c := Client{Endpoint: p.Endpoint, Timeout: timeout}
+	if runtime.GOOS != "windows" {
+		c.Socket = p.Socket
+	}
+	return c
 }
 
 // Session returns the paths of the named session, or an error wrapping
-// ErrBadName or ErrPathTooLong.
+// ErrBadName or ErrPathTooLong (a Unix socket's path only).
 func (d *Dir) Session(name string) (Paths, error) {
 	if err := ValidName(name); err != nil {
 		return Paths{}, err
 	}
 	base := filepath.Join(d.path, name)
-	p := Paths{Name: name, Socket: base + ".sock", Lock: base + ".lock", Meta: base + ".json"}
-	if len(p.Socket) > MaxSocketPath {
+	p := Paths{Name: name, Socket: base + ".sock", Endpoint: base + ".tcp", Lock: base + ".lock", Meta: base + ".json", Transport: d.transport}
+	if p.Transport == TransportUnix && len(p.Socket) > MaxSocketPath {
 		return Paths{}, fmt.Errorf("%w: %s is %d bytes, a Unix socket address holds %d; set XDG_RUNTIME_DIR (or TMPDIR) to a shorter directory, or use a shorter session name",
 			ErrPathTooLong, p.Socket, len(p.Socket), MaxSocketPath)
 	}
 	return p, nil
 }
 
-// Names lists the sessions that have a socket or a Meta file in d, sorted.
+// Names lists the sessions that have a socket, an endpoint or a Meta file
+// in d, sorted.
 func (d *Dir) Names() ([]string, error) {
 	ents, err := os.ReadDir(d.path)
 	if err != nil {
@@ -120,7 +158,7 @@ func (d *Dir) Names() ([]string, error) {
 	seen := map[string]bool{}
 	for _, e := range ents {
 		n := e.Name()
-		for _, ext := range []string{".sock", ".json"} {
+		for _, ext := range []string{".sock", ".tcp", ".json"} {
 			if base, ok := strings.CutSuffix(n, ext); ok && ValidName(base) == nil {
 				seen[base] = true
 			}
@@ -246,9 +284,9 @@ func (e *NotRunningError) Unwrap() error { return ErrNotRunning }
 
 // Diagnose tells why the session does not answer, for a caller whose Call
 // failed with ErrNotRunning: Busy while a live process holds the lock;
-// otherwise Absent, Died or Ended, after removing the stale socket and the
-// Meta (under the lock, so that a session starting meanwhile is not
-// touched).
+// otherwise Absent, Died or Ended, after removing the stale socket or
+// endpoint file and the Meta (under the lock, so that a session starting
+// meanwhile is not touched).
 func (p Paths) Diagnose() *NotRunningError {
 	e := &NotRunningError{Name: p.Name, State: Absent}
 	l, err := p.TryLock()
@@ -264,13 +302,15 @@ func (p Paths) Diagnose() *NotRunningError {
 		e.Meta = &m
 	}
 	_, serr := os.Lstat(p.Socket)
+	_, eerr := os.Lstat(p.Endpoint)
 	switch {
 	case merr == nil && m.Ended != nil:
 		e.State = Ended
-	case merr == nil || serr == nil:
+	case merr == nil || serr == nil || eerr == nil:
 		e.State = Died
 	}
 	os.Remove(p.Socket)
+	os.Remove(p.Endpoint)
 	os.Remove(p.Meta)
 	return e
 }

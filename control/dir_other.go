@@ -1,10 +1,11 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package control
 
 import "errors"
 
-// checkDir cannot check ownership here: sessions need a Unix system.
+// checkDir cannot check ownership here: sessions need a Unix system or
+// Windows.
 func checkDir(string) error { return errors.ErrUnsupported }
 
 // Lock is a session's lock (unsupported on this system).

@@ -1,7 +1,8 @@
 // Package control is the local protocol between the browseragent shell
 // commands and a background session: a Server serves one agent.Driver on a
-// Unix socket, a Client sends it one request at a time, and a Dir is the
-// per-user directory the sockets live in.
+// Unix socket (or, on Windows, loopback TCP with a token: Transport), a
+// Client sends it one request at a time, and a Dir is the per-user
+// directory the sockets live in.
 //
 // # Wire format
 //
@@ -26,4 +27,12 @@
 // NAME.json (Meta: pid, files, and, once the session ended for another
 // reason than close, why). The directory itself must be the caller's own
 // with mode 0700; OpenDir refuses anything else.
+//
+// With TransportTCP (Windows; elsewhere when TransportEnv says tcp),
+// NAME.tcp (mode 0600) replaces NAME.sock: the server's loopback address
+// and a random 256-bit token. A client writes the token on a line of its
+// own before its request; the server refuses a connection whose first
+// line is not the token (constant-time compare) with CodeRefused. On
+// Windows the lock is NAME.lock held open without sharing instead of
+// flock, and the directory's access list is not checked (see OpenDir).
 package control

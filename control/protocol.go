@@ -48,6 +48,7 @@ const (
 	CodeClosed        = "closed"         // agent.ErrClosed: the session is stopping (close, idle, a signal); the request was cancelled or refused
 	CodeVersion       = "version"        // ErrVersion: the request's protocol version is not the server's
 	CodeBadRequest    = "bad_request"    // ErrBadRequest: not a request this server can read
+	CodeRefused       = "refused"        // ErrRefused: the connection did not present the session's token
 )
 
 // Request is one line a client sends.
@@ -186,7 +187,8 @@ var (
 
 // RemoteError is a failure the server reported. errors.Is matches the
 // sentinel of its Code: agent.ErrUnknownAction, agent.ErrBadParams,
-// agent.ErrClosed, events.ErrBrowserGone, ErrVersion or ErrBadRequest.
+// agent.ErrClosed, events.ErrBrowserGone, ErrVersion, ErrBadRequest or
+// ErrRefused.
 // (Stale indexes and denials come back as *agent.StaleIndexError and
 // *agent.DeniedError instead.)
 type RemoteError struct {
@@ -210,6 +212,8 @@ func (e *RemoteError) Unwrap() error {
 		return ErrVersion
 	case CodeBadRequest:
 		return ErrBadRequest
+	case CodeRefused:
+		return ErrRefused
 	}
 	return nil
 }

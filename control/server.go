@@ -86,10 +86,13 @@ type ServerOptions struct {
 }
 
 // Server serves one Driver on a listener, one request per connection (see
-// the package documentation for the format). Connections from another user
-// are refused where the system tells who connected (Linux: SO_PEERCRED);
-// elsewhere the socket's permissions (0600 in a 0700 directory) are the
-// guard.
+// the package documentation for the format). On a Unix socket, connections
+// from another user are refused where the system tells who connected
+// (Linux: SO_PEERCRED); elsewhere the socket's permissions (0600 in a 0700
+// directory) are the guard. On TCP (Paths.Listen with TransportTCP) a
+// connection that does not begin with the session's token is refused
+// (CodeRefused) before its request is read; Serve refuses any other TCP
+// listener.
 type Server struct {
 	d   Driver
 	opt ServerOptions
@@ -117,7 +120,7 @@ func NewServer(d Driver, opt ServerOptions) *Server {
 // ErrServing is returned by Serve when it was called before.
 var ErrServing = errors.New("control: Serve called twice")
 
-// Serve accepts connections on ln until ctx ends, a client sends OpClose,
+// Serve accepts connections on ln (a Unix socket, or Paths.Listen's) until ctx ends, a client sends OpClose,
 // or IdleTimeout passes without a request. Then it closes ln (a
 // *net.UnixListener removes its socket file), cancels the requests in
 // progress and waits for their handlers, runs OnStop, answers the close
@@ -131,6 +134,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) (StopReason, error)
 	}
 	s.serving = true
 	s.mu.Unlock()
+	if _, ok := ln.(*tokenListener); !ok && ln.Addr().Network() != "unix" {
+		// Anyone on the machine could reach it: refuse rather than serve
+		// a browser to every local process.
+		ln.Close()
+		return 0, fmt.Errorf("%w: %s (use Paths.Listen)", ErrInsecureListener, ln.Addr())
+	}
 
 	reqCtx, cancelReqs := context.WithCancel(ctx)
 	defer cancelReqs()
@@ -252,6 +261,15 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 			c.Close()
 		}
 	}()
+	if a, ok := c.(authenticator); ok {
+		if err := a.authenticate(ctx, s.opt.ReadTimeout); err != nil {
+			// Said to whoever connected: it learns nothing but "no".
+			if ctx.Err() == nil {
+				s.reply(c, Response{V: Version, Code: CodeRefused, Error: ErrRefused.Error() + ": it needs the session's token"})
+			}
+			return
+		}
+	}
 	if err := checkPeer(c); err != nil {
 		s.reply(c, Response{V: Version, Code: CodeBadRequest, Error: err.Error()})
 		return

@@ -1,8 +1,9 @@
 package main
 
 // The shell commands: a background session (open, close, sessions; see
-// shell_open.go) and the commands that talk to it over its Unix socket
-// (state, click, type, ...). docs/shell.md describes them for users.
+// shell_open.go) and the commands that talk to it over its Unix socket, or
+// its loopback TCP endpoint on Windows (state, click, type, ...).
+// docs/shell.md describes them for users.
 
 import (
 	"bytes"
@@ -85,7 +86,7 @@ func (f *sessionFlags) call(ctx context.Context, req control.Request) (*control.
 	if err != nil {
 		return nil, err
 	}
-	c := control.Client{Socket: p.Socket, Timeout: f.timeout}
+	c := p.Client(f.timeout)
 	deadline := time.Now().Add(f.timeout)
 	wait := 10 * time.Millisecond
 	for {

@@ -6,8 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -46,8 +46,9 @@ type openFlags struct {
 	uploads stringsFlag
 
 	// The background process's own.
-	log     string
-	readyFD int
+	log       string
+	readyFD   int
+	readyFile string
 }
 
 func (f *openFlags) register(fs *flag.FlagSet) {
@@ -96,7 +97,7 @@ func runOpen(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // session are then ignored, and said so), or it is started. A session
 // that is starting or stopping is waited for first.
 func (of *openFlags) ensure(ctx context.Context, fs *flag.FlagSet, p control.Paths, flagArgs []string, stderr io.Writer) error {
-	c := control.Client{Socket: p.Socket, Timeout: 30 * time.Second}
+	c := p.Client(30 * time.Second)
 	deadline := time.Now().Add(of.drive.browser.timeout + time.Minute)
 	wait := 10 * time.Millisecond
 	for {
@@ -170,8 +171,18 @@ func (of *openFlags) start(ctx context.Context, fs *flag.FlagSet, p control.Path
 	}
 	logPath := filepath.Join(out, "session.log")
 	argv := append([]string{serveCommand}, flagArgs...)
-	argv = append(argv, "--session", p.Name, "--out", out, "--log", logPath, "--ready-fd", "3")
-	pid, err := spawnSession(exe, argv, logPath, of.drive.browser.timeout+30*time.Second)
+	argv = append(argv, "--session", p.Name, "--out", out, "--log", logPath)
+	bound := of.drive.browser.timeout + 30*time.Second
+	var pid int
+	if p.Transport == control.TransportTCP {
+		// Windows passes no extra file to a child: it says it is ready in
+		// a file instead (the same way on Unix with this transport, so
+		// that the tests there run this path).
+		ready := filepath.Join(out, "session.ready")
+		pid, err = spawnPolled(exe, append(argv, "--ready-file", ready), logPath, ready, bound)
+	} else {
+		pid, err = spawnSession(exe, append(argv, "--ready-fd", "3"), logPath, bound)
+	}
 	if errors.Is(err, errSessionBusy) && of.drive.outDir == "" {
 		os.RemoveAll(out) // ours, and holding only the loser's log line
 	}
@@ -201,13 +212,73 @@ func sharingBrowser(ctx context.Context, cdpURL string) string {
 		if err != nil {
 			continue
 		}
-		c := control.Client{Socket: p.Socket, Timeout: 5 * time.Second}
+		c := p.Client(5 * time.Second)
 		if resp, err := c.Call(ctx, control.Request{Op: control.OpInfo}); err == nil && resp.Info != nil &&
 			strings.TrimRight(resp.Info.CDPURL, "/") == strings.TrimRight(cdpURL, "/") {
 			return n
 		}
 	}
 	return ""
+}
+
+// spawnPolled starts the background process detached from this one
+// (detachedAttr; stdin and stdout on the null device; stderr appended to
+// logPath) and polls for readyPath, which it creates once it listens
+// ("ok") or when another process holds its session ("busy"), until it
+// does, the process exits, or bound passes. On success the process is
+// left running and readyPath removed; otherwise it is reaped (killed at
+// the deadline). One goroutine waits for the process and ends with it.
+func spawnPolled(exe string, argv []string, logPath, readyPath string, bound time.Duration) (int, error) {
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	os.Remove(readyPath)
+	cmd := exec.Command(exe, argv...)
+	cmd.Stderr = logf
+	cmd.SysProcAttr = detachedAttr()
+	err = cmd.Start()
+	logf.Close()
+	if err != nil {
+		return 0, fmt.Errorf("starting the session's process: %w", err)
+	}
+	pid := cmd.Process.Pid
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	said := func() string {
+		b, _ := os.ReadFile(readyPath)
+		return strings.TrimSpace(string(b))
+	}
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	wait := 10 * time.Millisecond
+	for {
+		switch said() {
+		case "ok":
+			os.Remove(readyPath)
+			return pid, nil
+		case "busy":
+			<-exited
+			os.Remove(readyPath)
+			return 0, errSessionBusy
+		}
+		select {
+		case werr := <-exited:
+			if said() == "busy" {
+				os.Remove(readyPath)
+				return 0, errSessionBusy
+			}
+			os.Remove(readyPath)
+			return 0, fmt.Errorf("the session's process (pid %d) ended before it was ready (%v); its log %s ends with:\n%s", pid, werr, logPath, logTail(logPath, 15))
+		case <-deadline.C:
+			cmd.Process.Kill()
+			<-exited
+			os.Remove(readyPath)
+			return 0, fmt.Errorf("the session's process (pid %d) did not start within %s; its log %s ends with:\n%s", pid, bound, logPath, logTail(logPath, 15))
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
 }
 
 // logTail is the end of a log file, for an error message.
@@ -270,7 +341,7 @@ func runSessions(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err != nil {
 			continue
 		}
-		c := control.Client{Socket: p.Socket, Timeout: 10 * time.Second}
+		c := p.Client(10 * time.Second)
 		resp, err := c.Call(ctx, control.Request{Op: control.OpInfo})
 		switch {
 		case err == nil && resp.Info != nil:
@@ -338,14 +409,15 @@ func runServeSession(ctx context.Context, args []string, stdout, stderr io.Write
 	of.register(fs)
 	fs.StringVar(&of.log, "log", "", "where this process's stderr goes (for the session's Meta)")
 	fs.IntVar(&of.readyFD, "ready-fd", 0, "write \"ok\" to this file descriptor once listening")
+	fs.StringVar(&of.readyFile, "ready-file", "", "write \"ok\" to this new file once listening")
 	if _, _, err := parseArgs(fs, args, stderr); err != nil {
 		return err
 	}
-	var ready *os.File
+	ready := &readySignal{path: of.readyFile}
 	if of.readyFD > 0 {
-		ready = readyPipe(of.readyFD)
-		defer ready.Close()
+		ready.f = readyPipe(of.readyFD)
 	}
+	defer ready.close()
 	// The session ends cleanly on SIGTERM and SIGINT: history, trace and
 	// report written.
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
@@ -356,7 +428,7 @@ func runServeSession(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	lock, err := lockSession(ctx, p)
 	if errors.Is(err, control.ErrLocked) {
-		tell(ready, "busy")
+		ready.tell("busy")
 		return fmt.Errorf("session %q: %w", p.Name, errSessionBusy)
 	}
 	if err != nil {
@@ -386,11 +458,35 @@ func runServeSession(ctx context.Context, args []string, stdout, stderr io.Write
 	return bg.run(ctx, ready)
 }
 
-// tell writes one line to the parent's ready pipe, if any.
-func tell(ready *os.File, line string) {
-	if ready != nil {
-		ready.WriteString(line + "\n")
-		ready.Close()
+// readySignal is how the background process tells open it listens ("ok")
+// or lost the race for its session ("busy"): a line on the pipe open gave
+// (Unix sockets), or a new file open polls for (TCP: Windows has no
+// inherited pipe to give). Neither carries the token.
+type readySignal struct {
+	f    *os.File
+	path string
+}
+
+// tell says line once.
+func (r *readySignal) tell(line string) {
+	switch {
+	case r.f != nil:
+		r.f.WriteString(line + "\n")
+		r.close()
+	case r.path != "":
+		// O_EXCL: never written through a planted file or link.
+		if f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+			f.WriteString(line + "\n")
+			f.Close()
+		}
+		r.path = ""
+	}
+}
+
+func (r *readySignal) close() {
+	if r.f != nil {
+		r.f.Close()
+		r.f = nil
 	}
 }
 
@@ -424,9 +520,11 @@ type background struct {
 	meta control.Meta
 }
 
-func (bg *background) run(ctx context.Context, ready *os.File) error {
+func (bg *background) run(ctx context.Context, ready *readySignal) error {
 	f, p := bg.flags, bg.paths
-	os.Remove(p.Socket) // left by a process that died: we hold the lock
+	// Left by a process that died: we hold the lock.
+	os.Remove(p.Socket)
+	os.Remove(p.Endpoint)
 	set := agent.Settings{AvailableFilePaths: f.uploads}
 	bg.meta = control.Meta{Name: p.Name, PID: os.Getpid(), Version: control.Version, Started: time.Now().UTC(), Log: f.log, CDPURL: f.drive.browser.cdpURL}
 	if err := p.WriteMeta(bg.meta); err != nil {
@@ -440,10 +538,7 @@ func (bg *background) run(ctx context.Context, ready *os.File) error {
 	}
 	bg.d = d
 	bg.meta.Dir, bg.meta.Trace, bg.meta.Report = d.Dir, d.Trace, d.Report
-	ln, err := net.Listen("unix", p.Socket)
-	if err == nil {
-		err = os.Chmod(p.Socket, 0o600)
-	}
+	ln, err := p.Listen()
 	if err == nil {
 		err = p.WriteMeta(bg.meta)
 	}
@@ -495,8 +590,9 @@ func (bg *background) run(ctx context.Context, ready *os.File) error {
 			return bg.stop(reason, context.Cause(sctx))
 		},
 	})
-	fmt.Fprintf(bg.log, "%s session %q listening on %s; files in %s\n", time.Now().Format(time.RFC3339), p.Name, p.Socket, d.Dir)
-	tell(ready, "ok")
+	// The address only: the token stays in its file.
+	fmt.Fprintf(bg.log, "%s session %q listening on %s; files in %s\n", time.Now().Format(time.RFC3339), p.Name, ln.Addr(), d.Dir)
+	ready.tell("ok")
 	_, err = srv.Serve(sctx, ln)
 	cancel(nil)
 	watch.Wait()

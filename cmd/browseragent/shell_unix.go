@@ -67,3 +67,7 @@ func readyPipe(fd int) *os.File {
 	syscall.CloseOnExec(fd)
 	return os.NewFile(uintptr(fd), "ready")
 }
+
+// detachedAttr puts the background process in a session and process group
+// of its own, so the shell's hang-up and Ctrl-C do not reach it.
+func detachedAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
