@@ -283,7 +283,10 @@ func DefaultRegistry() *Registry {
 		r := ActionResult{WantScreenshot: true, Text: "A screenshot will be attached to the next state."}
 		if p.FileName != "" {
 			name := p.FileName
-			if !strings.HasSuffix(strings.ToLower(name), ".png") || strings.ContainsAny(name, `/\`) || strings.Contains(name, "..") || !fileNameRE.MatchString(name) {
+			if err := plainName(name, "a plain name ending in .png"); err != nil {
+				return ActionResult{}, err
+			}
+			if !strings.HasSuffix(strings.ToLower(name), ".png") {
 				return ActionResult{}, fmt.Errorf("%w: %q (a plain name ending in .png)", ErrFileName, name)
 			}
 			shot, err := bus.Call(ctx, ac.Browser.Bus(), events.Screenshot, events.ScreenshotEvent{})

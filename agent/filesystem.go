@@ -52,12 +52,8 @@ func (fs *FileSystem) Dir() string { return fs.dir }
 // CleanName checks a file name and returns it as stored.
 func CleanName(name string) (string, error) {
 	name = strings.TrimSpace(name)
-	if name == "" || strings.ContainsAny(name, `/\`) || strings.Contains(name, "..") || !fileNameRE.MatchString(name) {
-		return "", fmt.Errorf("%w: %q (use a plain name like notes.md: letters, digits, _ - .)", ErrFileName, name)
-	}
-	// Refused on every system, so the folder means the same on Windows.
-	if pathcheck.Reserved(name) {
-		return "", fmt.Errorf("%w: %q is a device name on Windows (CON, NUL, COM1, ...); use another name", ErrFileName, name)
+	if err := plainName(name, "use a plain name like notes.md: letters, digits, _ - ."); err != nil {
+		return "", err
 	}
 	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(name), "."))
 	for _, e := range FileExtensions {
@@ -66,6 +62,20 @@ func CleanName(name string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: %q has extension %q; allowed: %s", ErrFileName, name, ext, strings.Join(FileExtensions, ", "))
+}
+
+// plainName checks a name for a file the agent writes in its folder: a
+// plain base name (no separators, no "..", letters, digits, _ - .) that
+// is not a Windows device name — refused on every system, so that the
+// folder means the same on Windows. hint words the error.
+func plainName(name, hint string) error {
+	if name == "" || strings.ContainsAny(name, `/\`) || strings.Contains(name, "..") || !fileNameRE.MatchString(name) {
+		return fmt.Errorf("%w: %q (%s)", ErrFileName, name, hint)
+	}
+	if pathcheck.Reserved(name) {
+		return fmt.Errorf("%w: %q is a device name on Windows (CON, NUL, COM1, ...); use another name", ErrFileName, name)
+	}
+	return nil
 }
 
 // Write stores content (appending when append is true) and mirrors it.

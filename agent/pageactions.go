@@ -144,7 +144,10 @@ func savePDFAction(ctx context.Context, ac *ActionContext, p SavePDFParams) (Act
 	if name == "" {
 		name = pdfName(ac.BrowserState)
 	}
-	if !strings.HasSuffix(strings.ToLower(name), ".pdf") || strings.ContainsAny(name, `/\`) || strings.Contains(name, "..") || !fileNameRE.MatchString(name) {
+	if err := plainName(name, "a plain name ending in .pdf"); err != nil {
+		return ActionResult{}, err
+	}
+	if !strings.HasSuffix(strings.ToLower(name), ".pdf") {
 		return ActionResult{}, fmt.Errorf("%w: %q (a plain name ending in .pdf)", ErrFileName, name)
 	}
 	res, err := bus.Call(ctx, ac.Browser.Bus(), events.PrintPDF, events.PrintPDFEvent{Landscape: p.Landscape, PrintBackground: true, Paper: p.PaperFormat})

@@ -133,6 +133,9 @@ func TestPageQueryActions(t *testing.T) {
 		if _, err := d.Do(ctx, "save_as_pdf", params(t, map[string]any{"file_name": "../out.pdf"})); !errors.Is(err, agent.ErrFileName) {
 			t.Errorf("a path as file name: %v", err)
 		}
+		if _, err := d.Do(ctx, "save_as_pdf", params(t, map[string]any{"file_name": "nul.pdf"})); !errors.Is(err, agent.ErrFileName) || !strings.Contains(err.Error(), "device name") {
+			t.Errorf("a Windows device name: %v", err)
+		}
 		if _, err := d.Do(ctx, "save_as_pdf", params(t, map[string]any{"file_name": "a.pdf", "paper_format": "B7"})); err == nil || !strings.Contains(err.Error(), "unknown paper format") {
 			t.Errorf("an unknown paper: %v", err)
 		}
