@@ -195,9 +195,11 @@ func (b *Browser) Wait() error {
 //  1. it asks the browser to quit (SIGINT to the browser process on Unix:
 //     Chromium then shuts down cleanly, closing its pages and removing its
 //     own temporary files; SIGTERM would take its fast "session ending"
-//     path, which leaves them) and waits up to LaunchOptions.GracefulClose;
-//  2. it kills the whole process group (at once if GracefulClose is
-//     negative, or when the grace or ctx ends first);
+//     path, which leaves them; on Windows there is no such request) and
+//     waits up to LaunchOptions.GracefulClose;
+//  2. it kills the whole process group, on Windows the job object holding
+//     the browser and its helpers (at once if GracefulClose is negative,
+//     or when the grace or ctx ends first);
 //  3. once the process is reaped and no process of its group runs any
 //     more, the temporary profile and the browser's private TMPDIR are
 //     removed (retrying briefly while dying helpers still write there).
@@ -306,7 +308,8 @@ func (b *Browser) removeTemp(ctx context.Context) error {
 // Launch starts a browser and waits until its DevTools endpoint is up. It
 // first reaps leftovers of earlier runs whose owner died (see ReapLeftovers).
 // ctx bounds the start only; the browser lives until Close (or until this Go
-// process dies: on Linux the browser gets SIGKILL then).
+// process dies: on Linux the browser gets SIGKILL then, and on Windows its
+// job object ends it with all its helpers).
 //
 // The browser gets a TMPDIR of its own, so that its temporary files (such
 // as the org.chromium.Chromium.* directory of its singleton socket, which
@@ -410,6 +413,9 @@ func (b *Browser) run(started chan<- error) {
 		started <- err
 		close(b.done)
 		return
+	}
+	if err := adoptProcess(b.cmd.Process); err != nil {
+		b.log.Warn("browser helpers may outlive Close", zap.Int("pid", b.cmd.Process.Pid), zap.Error(err))
 	}
 	started <- nil
 	b.waitErr = b.cmd.Wait()

@@ -4,9 +4,7 @@ package cdp
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,55 +25,11 @@ func setProcAttrs(cmd *exec.Cmd) {
 func lockThread()   { runtime.LockOSThread() }
 func unlockThread() { runtime.UnlockOSThread() }
 
-// killGroup SIGKILLs the process group led by pid (Launch makes the browser
-// a group leader), and pid itself in case it left the group. A negative pid
-// kills only the group -pid.
-func killGroup(pid int) {
-	if pid < 0 {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		return
-	}
-	if pid == 0 {
-		return
-	}
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-}
-
-// interruptProcess asks the browser process (only it, not its helpers) to
-// quit: SIGINT makes Chromium shut down cleanly.
-func interruptProcess(pid int) error {
-	if pid <= 0 {
-		return syscall.ESRCH
-	}
-	return syscall.Kill(pid, syscall.SIGINT)
-}
-
-// waitGroupGone waits (bounded by ctx and 10 s) until no process of group
-// pgid runs any more, killing again meanwhile. Zombies count as gone: the
-// killed helpers are reparented to init, which may reap them seconds later
-// (about 2 s on a Firecracker VM's init, measured), and a zombie neither
-// runs nor writes to the profile.
-func waitGroupGone(ctx context.Context, pgid int) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if !groupRunning(pgid) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("process group %d not empty", pgid)
-		}
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 // groupRunning reports whether a process of group pgid exists that is not
-// a zombie. It scans /proc only while kill(-pgid, 0) finds members.
+// a zombie, for waitGroupGone. Zombies count as gone: the killed helpers
+// are reparented to init, which may reap them seconds later (about 2 s on
+// a Firecracker VM's init, measured), and a zombie neither runs nor writes
+// to the profile. It scans /proc only while kill(-pgid, 0) finds members.
 func groupRunning(pgid int) bool {
 	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
@@ -109,15 +63,6 @@ func groupRunning(pgid int) bool {
 	return false
 }
 
-// processAlive reports whether pid exists (a zombie counts as alive).
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
 // ReapLeftovers kills browsers left by earlier runs that died without Close,
 // and removes their profiles. It considers only temporary profiles and
 // private TMPDIRs made by Launch (os.TempDir()/ProfilePrefix* and
@@ -126,29 +71,9 @@ func processAlive(pid int) bool {
 // owner is left alone. It returns how many browser processes it killed.
 // Launch calls it; calling it directly is safe too.
 func ReapLeftovers() (int, error) {
-	tmp := os.TempDir()
-	var dirs []string
-	for _, prefix := range []string{ProfilePrefix, TempDirPrefix} {
-		m, err := filepath.Glob(filepath.Join(tmp, prefix+"*"))
-		if err != nil {
-			return 0, err
-		}
-		dirs = append(dirs, m...)
-	}
-	dead := map[string]bool{}
-	for _, d := range dirs {
-		data, err := os.ReadFile(filepath.Join(d, ownerFile))
-		if err != nil {
-			continue
-		}
-		owner, err := strconv.Atoi(strings.TrimSpace(string(data)))
-		if err != nil || owner == os.Getpid() || processAlive(owner) {
-			continue
-		}
-		dead[filepath.Clean(d)] = true
-	}
-	if len(dead) == 0 {
-		return 0, nil
+	dead, err := deadOwnedDirs()
+	if err != nil || len(dead) == 0 {
+		return 0, err
 	}
 	var victims []int
 	procs, _ := os.ReadDir("/proc")
@@ -183,13 +108,7 @@ func ReapLeftovers() (int, error) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	var errs []error
-	for d := range dead {
-		if err := removeAllRetry(context.Background(), d); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return len(victims), errors.Join(errs...)
+	return len(victims), removeDirs(dead)
 }
 
 // reapUses reports whether a process's command line names one of the dead

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !unix && !windows
 
 package cdp
 
@@ -8,21 +8,28 @@ import (
 	"os/exec"
 )
 
-func setProcAttrs(cmd *exec.Cmd) {}
-func lockThread()                {}
-func unlockThread()              {}
+// On systems other than Unix and Windows, Launch starts the browser
+// without a process group or a job: Close kills the browser process only,
+// and its helpers may outlive it.
+
+func setProcAttrs(cmd *exec.Cmd)               {}
+func lockThread()                              {}
+func unlockThread()                            {}
+func adoptProcess(*os.Process) error           { return nil }
+func processAlive(pid int) bool                { return pid > 0 } // unknown: assume alive, so nothing is reaped
+func waitGroupGone(context.Context, int) error { return nil }
 
 func killGroup(pid int) {
-	if pid < 0 {
-		pid = -pid
+	if pid <= 0 {
+		return // the group only: there is none
 	}
 	if p, err := os.FindProcess(pid); err == nil {
 		_ = p.Kill()
 	}
 }
 
-// interruptProcess asks the browser to quit with os.Interrupt, which fails
-// on Windows (Close then kills at once).
+// interruptProcess asks the browser to quit with os.Interrupt where the
+// system can send it.
 func interruptProcess(pid int) error {
 	p, err := os.FindProcess(pid)
 	if err != nil {
@@ -31,7 +38,6 @@ func interruptProcess(pid int) error {
 	return p.Signal(os.Interrupt)
 }
 
-// ReapLeftovers is implemented on Linux only; elsewhere it does nothing.
+// ReapLeftovers does nothing here: there is no way to find leftover
+// browsers.
 func ReapLeftovers() (int, error) { return 0, nil }
-
-func waitGroupGone(ctx context.Context, pgid int) error { return nil }
