@@ -3,7 +3,6 @@ package bus
 import (
 	"context"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -156,10 +155,4 @@ func TestCallCPUCost(t *testing.T) {
 		}
 	}
 	t.Logf("Call: %.0f ns CPU/op, %.0f ns wall/op", float64(cpuTime()-c0)/n, float64(time.Since(w0).Nanoseconds())/n)
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,7 +34,7 @@ func groupEnded(t *testing.T, pgid int) {
 		t.Fatalf("processes of group %d still run: %v", pgid, live)
 	}
 	poll(t, "the group's zombies to be reaped", func() bool {
-		return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+		return !testbrowser.GroupExists(pgid)
 	})
 }
 
@@ -273,7 +272,7 @@ func TestCloseRemovesProfileWhenCtxEnds(t *testing.T) {
 			}
 			dir, pid := b.UserDataDir(), b.PID()
 			if dead {
-				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				if err := testbrowser.KillProcess(pid); err != nil {
 					t.Fatal(err)
 				}
 				select {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -562,7 +561,7 @@ func TestKillBrowserFailsCalls(t *testing.T) {
 	if err := testbrowser.Eval(sess, "1", &n); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(b.PID(), syscall.SIGKILL); err != nil {
+	if err := testbrowser.KillProcess(b.PID()); err != nil {
 		t.Fatal(err)
 	}
 	err = <-pending

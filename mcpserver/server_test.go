@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -303,7 +302,7 @@ func TestBrowserDiesAndRestarts(t *testing.T) {
 	cs := connect(t, srv, nil, "")
 	mustCall(t, cs, "navigate", map[string]any{"url": web.URL1 + "/index.html"})
 	b := l.session(0).Browser()
-	if err := syscall.Kill(b.PID(), syscall.SIGKILL); err != nil {
+	if err := testbrowser.KillProcess(b.PID()); err != nil {
 		t.Fatal(err)
 	}
 	<-b.Done()

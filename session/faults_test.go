@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,7 +52,7 @@ func TestReady(t *testing.T) {
 	if err := s.Ready(ctxT(t)); err != nil {
 		t.Fatalf("Ready while connected = %v", err)
 	}
-	if err := syscall.Kill(s.Browser().PID(), syscall.SIGKILL); err != nil {
+	if err := testbrowser.KillProcess(s.Browser().PID()); err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()

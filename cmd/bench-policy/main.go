@@ -504,15 +504,6 @@ func (r *result) load(ctx context.Context, o options, pageBase, tag string) (sam
 	}
 }
 
-// selfCPU is this process's user + system CPU time (-1 when unknown).
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return -1
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // clockTick is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on Linux).
 const clockTick = 10 * time.Millisecond
 

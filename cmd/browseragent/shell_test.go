@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -98,7 +97,7 @@ func (e *shellEnv) end(name string, pid int) {
 	}
 	e.run("close", "--session", name, "--timeout", "1m")
 	if alive(pid) {
-		syscall.Kill(pid, syscall.SIGKILL)
+		testbrowser.KillProcess(pid)
 	}
 	waitFor(e.t, "the session's process to end", func() bool { return !alive(pid) })
 }
@@ -110,7 +109,7 @@ func alive(pid int) bool {
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return syscall.Kill(pid, 0) == nil
+		return testbrowser.ProcessExists(pid)
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
@@ -351,7 +350,7 @@ func TestShellNamedSessionsAreIsolated(t *testing.T) {
 
 	e.must("close", "--session", "a")
 	// SIGTERM closes b as cleanly as close does.
-	if err := syscall.Kill(mb.PID, syscall.SIGTERM); err != nil {
+	if err := testbrowser.TerminateProcess(mb.PID); err != nil {
 		t.Fatal(err)
 	}
 	pb := e.paths("b")
@@ -401,7 +400,7 @@ func TestShellDeadSession(t *testing.T) {
 		t.Fatalf("sessions --json: %v\n%s", err, r.stdout)
 	}
 	browser := res.Sessions[0].BrowserPID
-	if err := syscall.Kill(m.PID, syscall.SIGKILL); err != nil {
+	if err := testbrowser.KillProcess(m.PID); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the killed process to end", func() bool { return !alive(m.PID) })
@@ -432,7 +431,7 @@ func TestShellBrowserCrash(t *testing.T) {
 		t.Fatalf("sessions --json: %v\n%s", err, r.stdout)
 	}
 	browser := res.Sessions[0].BrowserPID
-	if err := syscall.Kill(browser, syscall.SIGKILL); err != nil {
+	if err := testbrowser.KillProcess(browser); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the browser to end", func() bool { return !alive(browser) })

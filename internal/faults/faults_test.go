@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -71,7 +70,7 @@ func ownedBy(t *testing.T, b *cdp.Browser, temps map[string]bool) owned {
 func (o owned) assertClean(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for !errors.Is(syscall.Kill(-o.pid, 0), syscall.ESRCH) {
+	for testbrowser.GroupExists(o.pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the browser's process group %d is still there", o.pid)
 		}
@@ -150,7 +149,7 @@ func TestKillMidStep(t *testing.T) {
 		onCall: func(n int) {
 			if n == 2 {
 				killed = time.Now()
-				if err := syscall.Kill(o.pid, syscall.SIGKILL); err != nil {
+				if err := testbrowser.KillProcess(o.pid); err != nil {
 					t.Errorf("kill: %v", err)
 				}
 			}
@@ -198,7 +197,7 @@ func TestKillMidNavigation(t *testing.T) {
 			}
 		}
 		killed = time.Now()
-		if err := syscall.Kill(o.pid, syscall.SIGKILL); err != nil {
+		if err := testbrowser.KillProcess(o.pid); err != nil {
 			t.Errorf("kill: %v", err)
 		}
 	}()

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -99,7 +98,7 @@ func TestCrashLaunchedBrowserKilled(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := testbrowser.KillProcess(pid); err != nil {
 		t.Fatal(err)
 	}
 	select {
