@@ -97,8 +97,9 @@ type LaunchOptions struct {
 	// NoDefaultFlags drops DefaultFlags (the debugging port, profile, headless,
 	// sandbox and window flags are still set).
 	NoDefaultFlags bool
-	// Env is added to the browser's environment. Launch sets TMPDIR to a
-	// directory of its own (see Launch); a TMPDIR in Env wins over it.
+	// Env is added to the browser's environment. Launch sets TMPDIR (TMP
+	// and TEMP on Windows) to a directory of its own (see Launch); the
+	// same variable in Env wins over it.
 	Env []string
 	// StartTimeout bounds the wait for DevToolsActivePort; 0 means
 	// DefaultStartTimeout.
@@ -368,7 +369,7 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Browser, error) {
 	args := buildArgs(opts, b.profile)
 	cmd := exec.Command(bin, args...)
 	// exec keeps the last value of a duplicated key: opts.Env wins.
-	cmd.Env = append(append(os.Environ(), "TMPDIR="+b.tmpDir), opts.Env...)
+	cmd.Env = append(append(os.Environ(), tempDirEnv(b.tmpDir)...), opts.Env...)
 	out := &logWriter{log: log}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second // a grandchild holding the pipe must not hang Wait

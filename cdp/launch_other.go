@@ -41,3 +41,7 @@ func interruptProcess(pid int) error {
 // ReapLeftovers does nothing here: there is no way to find leftover
 // browsers.
 func ReapLeftovers() (int, error) { return 0, nil }
+
+// tempDirEnv is the environment that makes dir the browser's temporary
+// directory.
+func tempDirEnv(dir string) []string { return []string{"TMPDIR=" + dir} }

@@ -68,3 +68,7 @@ func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
+
+// tempDirEnv is the environment that makes dir the browser's temporary
+// directory.
+func tempDirEnv(dir string) []string { return []string{"TMPDIR=" + dir} }

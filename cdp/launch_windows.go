@@ -207,3 +207,7 @@ func ReapLeftovers() (int, error) {
 	}
 	return 0, removeDirs(dead)
 }
+
+// tempDirEnv is the environment that makes dir the browser's temporary
+// directory: Windows' GetTempPath reads TMP, then TEMP, not TMPDIR.
+func tempDirEnv(dir string) []string { return []string{"TMP=" + dir, "TEMP=" + dir} }
