@@ -2,36 +2,14 @@
 
 package control
 
-import (
-	"fmt"
-	"net"
-	"os"
-	"syscall"
-)
+import "syscall"
 
-// checkPeer refuses a connection from another user (SO_PEERCRED). The
-// socket's permissions already keep others out; this is the second lock.
-func checkPeer(c net.Conn) error {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return nil
-	}
-	raw, err := uc.SyscallConn()
+// peerUID is the uid of the process at the other end of Unix socket fd
+// (SO_PEERCRED).
+func peerUID(fd int) (int, error) {
+	cred, err := syscall.GetsockoptUcred(fd, syscall.SOL_SOCKET, syscall.SO_PEERCRED)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	var cred *syscall.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return err
-	}
-	if cerr != nil {
-		return fmt.Errorf("control: reading the peer's credentials: %w", cerr)
-	}
-	if int(cred.Uid) != os.Getuid() {
-		return fmt.Errorf("control: refused a connection from uid %d: only the session's owner (uid %d) may use it", cred.Uid, os.Getuid())
-	}
-	return nil
+	return int(cred.Uid), nil
 }
