@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/browseragent/browseragent/agent/internal/schemax"
+
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/agenttest"
 	"github.com/browseragent/browseragent/agent/llm"
@@ -38,39 +40,20 @@ func schemaKeys(t *testing.T, req llm.Request) []string {
 	if req.Schema == nil {
 		t.Fatal("request without a schema")
 	}
-	var probe struct {
-		Properties json.RawMessage `json:"properties"`
-	}
-	if err := json.Unmarshal(req.Schema.JSON, &probe); err != nil {
+	v, err := schemax.Parse(req.Schema.JSON)
+	if err != nil {
 		t.Fatal(err)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(probe.Properties)))
-	var keys []string
-	depth := 0
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			break
-		}
-		switch v := tok.(type) {
-		case json.Delim:
-			if v == '{' || v == '[' {
-				depth++
-			} else {
-				depth--
-			}
-		case string:
-			if depth == 1 && dec.More() {
-				keys = append(keys, v)
-				// Skip the value.
-				var skip json.RawMessage
-				if err := dec.Decode(&skip); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+	root, _ := v.(*schemax.Object)
+	if root == nil {
+		t.Fatalf("the schema is not an object: %s", req.Schema.JSON)
 	}
-	return keys
+	p, _ := root.Get("properties")
+	props, _ := p.(*schemax.Object)
+	if props == nil {
+		t.Fatalf("the schema has no properties: %s", req.Schema.JSON)
+	}
+	return props.Keys()
 }
 
 // plan_update and current_plan_item change the plan the next step shows in
