@@ -154,6 +154,7 @@ var DefaultFlags = []string{
 type Browser struct {
 	cmd     *exec.Cmd
 	pid     int
+	group   *procGroup // set by run before started is sent, read after
 	wsURL   string
 	profile string
 	tempDir bool   // profile is temporary: removed (with tmpDir inside it)
@@ -221,7 +222,7 @@ func (b *Browser) Close(ctx context.Context) error {
 		if exited {
 			// Died before Close; run has ended. Its PID may be reused, so
 			// only the group is killed.
-			killGroup(-b.pid)
+			killGroup(-b.pid, b.group)
 			go b.cleanup()
 		} else {
 			b.terminate(ctx)
@@ -270,9 +271,9 @@ func (b *Browser) terminate(ctx context.Context) {
 func (b *Browser) kill() {
 	select {
 	case <-b.done:
-		killGroup(-b.pid)
+		killGroup(-b.pid, b.group)
 	default:
-		killGroup(b.pid)
+		killGroup(b.pid, b.group)
 	}
 }
 
@@ -284,7 +285,7 @@ func (b *Browser) kill() {
 func (b *Browser) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	if err := waitGroupGone(ctx, b.pid); err != nil {
+	if err := waitGroupGone(ctx, b.pid, b.group); err != nil {
 		b.log.Warn("browser helpers still alive after SIGKILL", zap.Int("pgid", b.pid), zap.Error(err))
 	}
 	b.cleanErr = b.removeTemp(ctx)
@@ -415,7 +416,8 @@ func (b *Browser) run(started chan<- error) {
 		close(b.done)
 		return
 	}
-	if err := adoptProcess(b.cmd.Process); err != nil {
+	var err error
+	if b.group, err = adoptProcess(b.cmd.Process); err != nil {
 		b.log.Warn("browser helpers may outlive Close", zap.Int("pid", b.cmd.Process.Pid), zap.Error(err))
 	}
 	started <- nil

@@ -12,14 +12,17 @@ import (
 // without a process group or a job: Close kills the browser process only,
 // and its helpers may outlive it.
 
-func setProcAttrs(cmd *exec.Cmd)               {}
-func lockThread()                              {}
-func unlockThread()                            {}
-func adoptProcess(*os.Process) error           { return nil }
-func processAlive(pid int) bool                { return pid > 0 } // unknown: assume alive, so nothing is reaped
-func waitGroupGone(context.Context, int) error { return nil }
+func setProcAttrs(cmd *exec.Cmd)                           {}
+func lockThread()                                          {}
+func unlockThread()                                        {}
+func adoptProcess(*os.Process) (*procGroup, error)         { return nil, nil }
+func processAlive(pid int) bool                            { return pid > 0 } // unknown: assume alive, so nothing is reaped
+func waitGroupGone(context.Context, int, *procGroup) error { return nil }
 
-func killGroup(pid int) {
+// procGroup: there are no groups here.
+type procGroup struct{}
+
+func killGroup(pid int, _ *procGroup) {
 	if pid <= 0 {
 		return // the group only: there is none
 	}

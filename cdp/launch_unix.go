@@ -13,12 +13,16 @@ import (
 
 // adoptProcess does nothing on Unix: the browser leads its own process
 // group from the start (setProcAttrs), which killGroup kills.
-func adoptProcess(*os.Process) error { return nil }
+func adoptProcess(*os.Process) (*procGroup, error) { return nil, nil }
+
+// procGroup is the browser's process group on Unix: its id is the
+// browser's pid, so there is nothing to keep.
+type procGroup struct{}
 
 // killGroup SIGKILLs the process group led by pid (Launch makes the browser
 // a group leader), and pid itself in case it left the group. A negative pid
 // kills only the group -pid.
-func killGroup(pid int) {
+func killGroup(pid int, _ *procGroup) {
 	if pid < 0 {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		return
@@ -42,7 +46,7 @@ func interruptProcess(pid int) error {
 // waitGroupGone waits (bounded by ctx and 10 s) until no process of group
 // pgid runs any more (groupRunning decides what counts), killing again
 // meanwhile.
-func waitGroupGone(ctx context.Context, pgid int) error {
+func waitGroupGone(ctx context.Context, pgid int, _ *procGroup) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if !groupRunning(pgid) {

@@ -31,14 +31,34 @@ import (
 // enumerating the process's threads, more code on a path that must not
 // fail, for a race that does not happen in practice.
 
-// jobs holds the job object of each running browser, by PID, from
-// adoptProcess until waitGroupGone closes it. Handles are used under jobsMu
-// only (except by waitGroupGone, which owns its handle's end), so none is
-// used after it was closed.
-var (
-	jobsMu sync.Mutex
-	jobs   = map[int]windows.Handle{}
-)
+// procGroup is a browser's job object. It belongs to that Browser (not
+// looked up by PID: Windows reuses PIDs quickly, and a dead browser's Close
+// must not reach a new browser's job). mu orders terminate against close,
+// so the handle is never used after it was closed.
+type procGroup struct {
+	mu     sync.Mutex
+	job    windows.Handle
+	closed bool
+}
+
+// terminate ends every process of the job, unless it was closed.
+func (g *procGroup) terminate() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closed {
+		_ = windows.TerminateJobObject(g.job, 1)
+	}
+}
+
+// close closes the job's handle, which kills what is left in it.
+func (g *procGroup) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closed {
+		g.closed = true
+		windows.CloseHandle(g.job)
+	}
+}
 
 // setProcAttrs does nothing: the job is assigned after start (see above).
 func setProcAttrs(cmd *exec.Cmd) {}
@@ -51,52 +71,40 @@ func unlockThread() {}
 // adoptProcess puts the just-started browser p into a new job object that
 // kills its processes when closed. On error the browser runs outside any
 // job: Close then kills the browser process only.
-func adoptProcess(p *os.Process) error {
+func adoptProcess(p *os.Process) (*procGroup, error) {
 	job, err := windows.CreateJobObject(nil, nil) // not inheritable
 	if err != nil {
-		return fmt.Errorf("creating a job object: %w", err)
+		return nil, fmt.Errorf("creating a job object: %w", err)
 	}
 	var info windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION
 	info.BasicLimitInformation.LimitFlags = windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
 	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
 		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
 		windows.CloseHandle(job)
-		return fmt.Errorf("setting the job's limits: %w", err)
+		return nil, fmt.Errorf("setting the job's limits: %w", err)
 	}
 	// os/exec holds a handle of p until Wait returns, so its PID names it.
 	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(p.Pid))
 	if err != nil {
 		windows.CloseHandle(job)
-		return fmt.Errorf("opening the browser process: %w", err)
+		return nil, fmt.Errorf("opening the browser process: %w", err)
 	}
 	defer windows.CloseHandle(h)
 	if err := windows.AssignProcessToJobObject(job, h); err != nil {
 		windows.CloseHandle(job)
-		return fmt.Errorf("assigning the browser to a job object: %w", err)
+		return nil, fmt.Errorf("assigning the browser to a job object: %w", err)
 	}
-	jobsMu.Lock()
-	jobs[p.Pid] = job
-	jobsMu.Unlock()
-	return nil
+	return &procGroup{job: job}, nil
 }
 
-// killGroup terminates the job of the browser pid, and the process pid
-// itself in case it is not in one. A negative pid terminates only the job
-// of -pid (the process was reaped: its PID may name another one now).
-func killGroup(pid int) {
-	if pid == 0 {
-		return
+// killGroup terminates the browser's job g (nil: it has none), and the
+// process pid itself in case it is not in it. A negative pid terminates
+// only the job (the process was reaped: its PID may name another one now).
+func killGroup(pid int, g *procGroup) {
+	if g != nil {
+		g.terminate()
 	}
-	onlyJob := pid < 0
-	if onlyJob {
-		pid = -pid
-	}
-	jobsMu.Lock()
-	if job, ok := jobs[pid]; ok {
-		_ = windows.TerminateJobObject(job, 1)
-	}
-	jobsMu.Unlock()
-	if onlyJob {
+	if pid <= 0 {
 		return
 	}
 	if p, err := os.FindProcess(pid); err == nil {
@@ -111,23 +119,16 @@ func interruptProcess(pid int) error {
 	return errors.New("cdp: no graceful quit on Windows")
 }
 
-// waitGroupGone waits (bounded by ctx and 10 s) until the job of browser
-// pid has no active process, terminating it again meanwhile, then closes
-// the job, which kills whatever is left. Without a job (adoptProcess
-// failed) it returns at once. Launch's cleanup calls it once per browser.
-func waitGroupGone(ctx context.Context, pid int) error {
-	jobsMu.Lock()
-	job, ok := jobs[pid]
-	jobsMu.Unlock()
-	if !ok {
+// waitGroupGone waits (bounded by ctx and 10 s) until the browser's job g
+// has no active process, terminating it again meanwhile, then closes the
+// job, which kills whatever is left. Without a job (adoptProcess failed)
+// it returns at once. Launch's cleanup calls it once per browser.
+func waitGroupGone(ctx context.Context, pid int, g *procGroup) error {
+	if g == nil {
 		return nil
 	}
-	defer func() {
-		jobsMu.Lock()
-		delete(jobs, pid)
-		jobsMu.Unlock()
-		windows.CloseHandle(job)
-	}()
+	defer g.close()
+	job := g.job // not closed before the deferred close: only this call closes it
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		n, err := activeProcesses(job)
