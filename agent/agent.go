@@ -161,11 +161,6 @@ func newAgent(task string, model llm.Model, b Browser, set Settings) (*Agent, er
 		a.alt("done", *spec)
 		a.outSch = sch
 	}
-	if a.coordinateClicks(model) {
-		if c, ok := a.tools.Get("click"); ok && c.builtin {
-			a.alt("click", coordinateClickSpec)
-		}
-	}
 	a.secrets = newSecrets(set.SensitiveData, set.SensitiveDataByDomain, set.DomainMatcher)
 	if len(set.SensitiveData) > 0 {
 		// Upstream's warning (seed A8): a secret without a domain can be
@@ -194,6 +189,7 @@ func newAgent(task string, model llm.Model, b Browser, set Settings) (*Agent, er
 // to the observers. A nil model leaves extraction to Settings.ExtractModel.
 func (a *Agent) setModel(model llm.Model) {
 	a.model = model
+	a.offerCoordinateClicks(model)
 	a.set.ExtractModel = a.extractModel
 	if a.set.ExtractModel == nil {
 		a.set.ExtractModel = model

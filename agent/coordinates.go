@@ -33,7 +33,6 @@ var coordinateClickSpec = func() ActionSpec {
 		panic(err) // programming error in the built-ins
 	}
 	s, _ := r.Get("click")
-	s.builtin = true
 	return s
 }()
 
@@ -95,6 +94,21 @@ func (a *Agent) coordinateClicks(model llm.Model) bool {
 		}
 	}
 	return false
+}
+
+// offerCoordinateClicks offers the click with coordinates in place of the
+// built-in one when Settings.CoordinateClicks says so for model, and takes
+// it back otherwise; it runs whenever the model is set (a Driver's RunTask
+// sets one for the task).
+func (a *Agent) offerCoordinateClicks(model llm.Model) {
+	if c, ok := a.tools.Get("click"); !ok || !c.builtin {
+		return
+	}
+	if a.coordinateClicks(model) {
+		a.alt("click", coordinateClickSpec)
+	} else {
+		delete(a.alts, "click")
+	}
 }
 
 // alt makes spec replace the registry's action of that name for this agent.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/browseragent/browseragent/agent"
+	"github.com/browseragent/browseragent/agent/agenttest"
+	"github.com/browseragent/browseragent/agent/llm/scripted"
 	"github.com/browseragent/browseragent/events"
 	"github.com/browseragent/browseragent/session"
 )
@@ -175,5 +177,52 @@ func TestBrowserStateTextPageInfoSideways(t *testing.T) {
 	st.Page.PixelsRight = 500
 	if got := agent.BrowserStateText(st, 0); !strings.Contains(got, "<page_info>0.0 pages above, 2.0 pages below, 0.0 pages left, 0.5 pages right</page_info>") {
 		t.Errorf("wide page:\n%s", got)
+	}
+}
+
+// The click offered to the model takes coordinates for the model families
+// that point well (with vision), through agent.New and through a Driver's
+// RunTask alike, and not for others.
+func TestCoordinateClicksReachTheModel(t *testing.T) {
+	done := []scripted.Step{{Action: "done", Params: map[string]any{"text": "ok", "success": true}}}
+	offersPoint := func(m *scripted.Model) bool {
+		reqs := m.Requests()
+		if len(reqs) == 0 || reqs[0].Schema == nil {
+			t.Fatal("no request with a schema")
+		}
+		return strings.Contains(string(reqs[0].Schema.JSON), "coordinate_x")
+	}
+	for name, want := range map[string]bool{"anthropic:claude-sonnet-4-5": true, "openai:gpt-4.1": false} {
+		model := scripted.New(done, scripted.WithName(name))
+		set := settings(t)
+		set.Vision = agent.VisionOn
+		run(t, newAgent(t, "Say ok", model, agenttest.New(t, formSite()...), set), model)
+		if got := offersPoint(model); got != want {
+			t.Errorf("agent.New with %s: coordinates offered %v, want %v", name, got, want)
+		}
+	}
+
+	env, s := newSession(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	set := settings(t)
+	set.Vision = agent.VisionOn
+	d, err := agent.NewDriver(s, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(ctx)
+	if _, err := d.Do(ctx, "navigate", params(t, map[string]any{"url": env.URL("/agent-queries.html")})); err != nil {
+		t.Fatal(err)
+	}
+	model := scripted.New(done, scripted.WithName("anthropic:claude-sonnet-4-5"))
+	if _, err := d.RunTask(ctx, model, "Say ok", agent.TaskOptions{MaxSteps: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if !offersPoint(model) {
+		t.Error("Driver.RunTask with claude-sonnet-4-5: coordinates not offered")
+	}
+	if _, err := d.Do(ctx, "click", params(t, map[string]any{"coordinate_x": 5, "coordinate_y": 5})); !errors.Is(err, agent.ErrBadParams) {
+		t.Errorf("after the task, the driver's own click takes coordinates again: %v", err)
 	}
 }
