@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"strings"
 
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm/providers"
@@ -26,9 +27,10 @@ func (f *agentFlags) register(fs *flag.FlagSet, visionHelp string) {
 	fs.StringVar(&f.compaction, "compaction-model", "", "model that summarises long histories, as provider:name (default: the run's model)")
 }
 
-// apply checks the flags and puts them into set; baseURL is passed to a
-// compaction model's provider.
-func (f *agentFlags) apply(set *agent.Settings, baseURL string) error {
+// apply checks the flags and puts them into set. model and baseURL are the
+// run's model and --base-url: a compaction model of the same provider goes
+// to the same base URL, one of another provider to that provider's own.
+func (f *agentFlags) apply(set *agent.Settings, model, baseURL string) error {
 	set.Vision = agent.Vision(f.vision)
 	if set.Vision != agent.VisionOn && set.Vision != agent.VisionAuto && set.Vision != agent.VisionOff {
 		return usagef("--vision must be on, auto or off")
@@ -49,6 +51,9 @@ func (f *agentFlags) apply(set *agent.Settings, baseURL string) error {
 		return usagef("--coordinate-clicks must be auto, on or off")
 	}
 	if f.compaction != "" {
+		if provider(f.compaction) != provider(model) {
+			baseURL = ""
+		}
 		m, err := providers.New(f.compaction, providers.Options{BaseURL: baseURL})
 		if err != nil {
 			return err
@@ -56,4 +61,10 @@ func (f *agentFlags) apply(set *agent.Settings, baseURL string) error {
 		set.CompactionModel = m
 	}
 	return nil
+}
+
+// provider is the provider part of a provider:name model flag.
+func provider(model string) string {
+	p, _, _ := strings.Cut(model, ":")
+	return p
 }

@@ -77,7 +77,7 @@ func runMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	set := agent.Settings{AvailableFilePaths: splitList(f.uploads)}
-	if err := f.agent.apply(&set, f.baseURL); err != nil {
+	if err := f.agent.apply(&set, f.model, f.baseURL); err != nil {
 		return err
 	}
 	var token string

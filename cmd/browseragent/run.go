@@ -64,7 +64,7 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usagef("no model: pass --model provider:name or set BROWSERAGENT_MODEL (providers: %s)", strings.Join(providers.Known(), ", "))
 	}
 	set := agent.Settings{MaxSteps: *maxSteps}
-	if err := af.apply(&set, *baseURL); err != nil {
+	if err := af.apply(&set, *model, *baseURL); err != nil {
 		return err
 	}
 	dir := *outDir
