@@ -23,7 +23,11 @@ type Client struct {
 	// and sends its token before the request; when it does not, Socket is
 	// used (if set).
 	Endpoint string
-	Timeout  time.Duration
+	// Lock, when set with Endpoint, is the session's lock file: the client
+	// sends nothing over TCP when no live process holds it, since the
+	// session is gone and another local user may have taken its port.
+	Lock    string
+	Timeout time.Duration
 }
 
 // Call sends req (its V set to Version) on a connection of its own and
@@ -95,6 +99,12 @@ func (c *Client) dial(ctx context.Context) (net.Conn, []byte, error) {
 		ep, err := readEndpoint(c.Endpoint)
 		switch {
 		case err == nil:
+			if c.Lock != "" {
+				if l, err := (Paths{Lock: c.Lock}).TryLock(); err == nil {
+					l.Unlock()
+					return nil, nil, fmt.Errorf("%w: no process holds %s (the session is gone; its port may now be anyone's)", ErrNotRunning, c.Lock)
+				}
+			}
 			conn, err := d.DialContext(ctx, "tcp", ep.Addr)
 			if err != nil {
 				if isRefused(err) {

@@ -58,7 +58,7 @@ var MaxSocketPath = map[bool]int{true: 107, false: 103}[runtime.GOOS == "linux"]
 // user's profile, which only the user, SYSTEM and Administrators may
 // enter by default); else os.TempDir()/browseragent-<uid>.
 func DefaultDir() string {
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) && runtime.GOOS != "windows" {
 		return filepath.Join(d, "browseragent")
 	}
 	if runtime.GOOS == "windows" {
@@ -126,7 +126,7 @@ type Paths struct {
 // Client returns a client of the session: over TCP when its NAME.tcp
 // exists, else over its Unix socket (never on Windows).
 func (p Paths) Client(timeout time.Duration) Client {
-	c := Client{Endpoint: p.Endpoint, Timeout: timeout}
+	c := Client{Endpoint: p.Endpoint, Lock: p.Lock, Timeout: timeout}
 	if runtime.GOOS != "windows" {
 		c.Socket = p.Socket
 	}

@@ -56,6 +56,12 @@ func tcpSession(t *testing.T, name string) control.Paths {
 // serveTCP serves stubDriver on p's TCP listener until the test ends.
 func serveTCP(t *testing.T, p control.Paths) (done <-chan struct{}) {
 	t.Helper()
+	// A session holds its lock while it runs; clients send nothing to a
+	// TCP endpoint whose lock nobody holds.
+	lock, err := p.TryLock()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := p.Listen()
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +75,7 @@ func serveTCP(t *testing.T, p control.Paths) (done <-chan struct{}) {
 	t.Cleanup(func() {
 		cancel()
 		<-ch
+		lock.Unlock()
 	})
 	return ch
 }
