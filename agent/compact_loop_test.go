@@ -41,8 +41,9 @@ func bigMemory(step int) string {
 // of the compaction model once 25 steps passed; its first call fails and is
 // retried on the next step without failing anything; the history sent
 // afterwards is the first step, the summary (marked unverified) and the
-// last 6 steps, under the threshold; 25 steps later the history is
-// summarised again with the previous summary as input; the task completes
+// last 6 steps, under the threshold; each time the history passes the
+// threshold again (at steps 38 and 49) it is summarised again with the
+// previous summary as input; the task completes
 // and every call's usage is counted.
 func TestLoopCompaction(t *testing.T) {
 	b := agenttest.New(t, formSite()...)

@@ -255,10 +255,10 @@ func (s *Server) addTools() {
 		})
 	}
 	addTool(s, &mcp.Tool{Name: "search_page", Annotations: ro, Description: "Find text or a regex in the page's full text, with the text around each match."}, func(in searchIn) handler {
-		return action("search_page", omitZero(map[string]any{"pattern": in.Pattern, "regex": in.Regex, "case_sensitive": in.CaseSensitive, "css_scope": in.CSSScope}))
+		return action("search_page", in) // the same fields as agent.SearchPageParams
 	})
 	addTool(s, &mcp.Tool{Name: "find_elements", Annotations: ro, Description: "List the elements a CSS selector matches: tag, attributes, text, and [index] when the last state has one."}, func(in findElementsIn) handler {
-		return action("find_elements", omitZero(map[string]any{"selector": in.Selector, "attributes": in.Attributes}))
+		return action("find_elements", in) // the same fields as agent.FindElementsParams
 	})
 	addTool(s, &mcp.Tool{Name: "find_text", Description: "Scroll to a text on the page."}, func(in findIn) handler {
 		return action("find_text", map[string]any{"text": in.Text})
@@ -336,26 +336,4 @@ func pageText(from int) handler {
 		}
 		return text(sb.String()), nil
 	}
-}
-
-// omitZero drops the zero values of optional parameters, so that the
-// action's own defaults apply.
-func omitZero(p map[string]any) map[string]any {
-	for k, v := range p {
-		switch v := v.(type) {
-		case bool:
-			if !v {
-				delete(p, k)
-			}
-		case string:
-			if v == "" {
-				delete(p, k)
-			}
-		case []string:
-			if len(v) == 0 {
-				delete(p, k)
-			}
-		}
-	}
-	return p
 }

@@ -218,10 +218,7 @@ var pageTextJS string
 // pageText reads a tab's visible text, fresh.
 func pageText(ctx context.Context, s *session.Session, tab string) (events.PageTextResult, error) {
 	var r events.PageTextResult
-	if err := s.Readable(tab); err != nil {
-		return r, fmt.Errorf("dom: page text: %w", err)
-	}
-	cs, err := s.PageSession(tab)
+	cs, err := queryTab(s, tab)
 	if err != nil {
 		return r, fmt.Errorf("dom: page text: %w", err)
 	}

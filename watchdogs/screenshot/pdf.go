@@ -73,7 +73,11 @@ func printPDF(ctx context.Context, s *session.Session, ev events.PrintPDFEvent) 
 	if len(res.Data) == 0 {
 		return r, fmt.Errorf("screenshot: pdf: the browser returned no document")
 	}
-	var url string
-	_ = pagejs.Evaluate(ctx, cs, "location.href", &url)
-	return events.PrintPDFResult{PDF: res.Data, TargetID: tab, URL: url}, nil
+	r = events.PrintPDFResult{PDF: res.Data, TargetID: tab}
+	for _, t := range s.Tabs() {
+		if t.TargetID == tab {
+			r.URL = t.URL
+		}
+	}
+	return r, nil
 }
