@@ -1,6 +1,7 @@
 package cdp
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -33,6 +34,10 @@ type Candidate struct {
 	// "system-wide install", "on PATH", …).
 	Why string `json:"why"`
 }
+
+// FromEnv reports whether the candidate is $BROWSERAGENT_CHROME (then it is
+// the only one tried).
+func (c Candidate) FromEnv() bool { return c.Browser == "" }
 
 // String is the place in short: the path, or "NAME on PATH".
 func (c Candidate) String() string {
@@ -141,8 +146,8 @@ func windowsRoots(env func(string) string, home string) []Candidate {
 		local = strings.TrimRight(home, `\/`) + `\AppData\Local`
 	}
 	roots := []Candidate{
-		{Path: orDefault(env("ProgramFiles"), `C:\Program Files`), Why: "%ProgramFiles%"},
-		{Path: orDefault(env("ProgramFiles(x86)"), `C:\Program Files (x86)`), Why: "%ProgramFiles(x86)%"},
+		{Path: cmp.Or(env("ProgramFiles"), `C:\Program Files`), Why: "%ProgramFiles%"},
+		{Path: cmp.Or(env("ProgramFiles(x86)"), `C:\Program Files (x86)`), Why: "%ProgramFiles(x86)%"},
 		{Path: local, Why: "%LocalAppData% (per-user install)"},
 	}
 	var out []Candidate
@@ -167,13 +172,6 @@ func windowsCandidates(env func(string) string, home string) []Candidate {
 		}
 	}
 	return cs
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // Probe is one Candidate as checked on this machine.
@@ -207,7 +205,7 @@ func (r ChromeReport) Err() error {
 	if _, ok := r.Chosen(); ok {
 		return nil
 	}
-	if len(r.Probes) == 1 && strings.HasPrefix(r.Probes[0].Why, "$"+EnvChrome) {
+	if len(r.Probes) == 1 && r.Probes[0].FromEnv() {
 		p := r.Probes[0]
 		return fmt.Errorf("%w: %s=%q: %s", ErrBrowserNotFound, EnvChrome, p.Candidate.Path+p.Name, p.Reason)
 	}
@@ -288,4 +286,13 @@ func hostCandidates() []Candidate {
 // returns. It is for diagnostics (browseragent doctor).
 func FindChromeReport() ChromeReport {
 	return hostSystem().report(hostCandidates(), true)
+}
+
+// find is FindChrome on system s with candidates cs.
+func (s system) find(cs []Candidate) (string, error) {
+	r := s.report(cs, false)
+	if p, ok := r.Chosen(); ok {
+		return p.Found, nil
+	}
+	return "", r.Err()
 }

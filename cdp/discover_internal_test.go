@@ -51,11 +51,7 @@ func envOf(m map[string]string) func(string) string {
 
 // find is FindChrome on a fake machine.
 func find(s system, env map[string]string, home string) (string, error) {
-	r := s.report(ChromeCandidates(s.goos, envOf(env), home), false)
-	if p, ok := r.Chosen(); ok {
-		return p.Found, nil
-	}
-	return "", r.Err()
+	return s.find(ChromeCandidates(s.goos, envOf(env), home))
 }
 
 func places(cs []Candidate) []string {

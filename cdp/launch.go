@@ -70,11 +70,7 @@ const debianRealChromium = "/usr/lib/chromium/chromium"
 // up on PATH. When none is usable, the error wraps ErrBrowserNotFound and
 // lists the places looked at; FindChromeReport says why each failed.
 func FindChrome() (string, error) {
-	r := hostSystem().report(hostCandidates(), false)
-	if p, ok := r.Chosen(); ok {
-		return p.Found, nil
-	}
-	return "", r.Err()
+	return hostSystem().find(hostCandidates())
 }
 
 // LaunchOptions configure Launch. The zero value launches a headless browser

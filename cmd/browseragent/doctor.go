@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -186,7 +187,7 @@ func firstLine(s string) string {
 func printDoctor(w io.Writer, rep doctorReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if rep.Browser != "" {
-		fmt.Fprintf(tw, "browser:\t%s (%s; %s)\n", rep.Browser, orWord(rep.Family, "any"), rep.Why)
+		fmt.Fprintf(tw, "browser:\t%s (%s; %s)\n", rep.Browser, cmp.Or(rep.Family, "any"), rep.Why)
 	} else {
 		fmt.Fprintf(tw, "browser:\tnone found\n")
 	}
@@ -227,14 +228,7 @@ func printDoctor(w io.Writer, rep doctorReport) {
 		fmt.Fprintln(tw, row)
 	}
 	tw.Flush()
-	if len(rep.Places) == 1 && strings.HasPrefix(rep.Places[0].Why, "$"+cdp.EnvChrome) {
+	if len(rep.Places) == 1 && rep.Places[0].FromEnv() {
 		fmt.Fprintf(w, "(no other place is tried while $%s is set)\n", cdp.EnvChrome)
 	}
-}
-
-func orWord(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
