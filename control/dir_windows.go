@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/windows"
 )
 
 // checkDir refuses a session directory that is not a plain directory (a
@@ -21,10 +23,6 @@ func checkDir(path string) error {
 	}
 	return nil
 }
-
-// errSharingViolation is ERROR_SHARING_VIOLATION: another handle has the
-// file open without sharing.
-const errSharingViolation syscall.Errno = 32
 
 // Lock is a session's lock: its lock file held open without sharing.
 type Lock struct{ h syscall.Handle }
@@ -42,7 +40,7 @@ func (p Paths) TryLock() (*Lock, error) {
 	h, err := syscall.CreateFile(name, syscall.GENERIC_READ|syscall.GENERIC_WRITE, 0, nil,
 		syscall.OPEN_ALWAYS, syscall.FILE_ATTRIBUTE_NORMAL, 0)
 	if err != nil {
-		if errors.Is(err, errSharingViolation) {
+		if errors.Is(err, windows.ERROR_SHARING_VIOLATION) {
 			return nil, fmt.Errorf("%w: %s", ErrLocked, p.Lock)
 		}
 		return nil, &fs.PathError{Op: "lock", Path: p.Lock, Err: err}

@@ -3,13 +3,12 @@ package control
 import (
 	"errors"
 	"syscall"
+
+	"golang.org/x/sys/windows"
 )
 
-// wsaeconnrefused is Winsock's "connection refused" (WSAECONNREFUSED),
-// which syscall.ECONNREFUSED does not match on Windows.
-const wsaeconnrefused syscall.Errno = 10061
-
-// isRefused reports a connection nothing listens for.
+// isRefused reports a connection nothing listens for (Winsock's
+// WSAECONNREFUSED, which syscall.ECONNREFUSED does not match on Windows).
 func isRefused(err error) bool {
-	return errors.Is(err, wsaeconnrefused) || errors.Is(err, syscall.ECONNREFUSED)
+	return errors.Is(err, windows.WSAECONNREFUSED) || errors.Is(err, syscall.ECONNREFUSED)
 }

@@ -33,7 +33,7 @@ func spawnSession(exe string, argv []string, logPath string, bound time.Duration
 	cmd := exec.Command(exe, argv...)
 	cmd.Stderr = logf
 	cmd.ExtraFiles = []*os.File{w} // fd 3: "ok" once listening
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = detachedAttr()
 	err = cmd.Start()
 	w.Close()
 	logf.Close()

@@ -5,17 +5,15 @@ import (
 	"os"
 	"syscall"
 	"time"
-)
 
-// detachedProcess is DETACHED_PROCESS: the child has no console, so
-// closing the terminal does not end it.
-const detachedProcess = 0x00000008
+	"golang.org/x/sys/windows"
+)
 
 // detachedAttr starts the background process without a console and in a
 // process group of its own, so the console's Ctrl-C and Ctrl-Break do not
 // reach it.
 func detachedAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{CreationFlags: syscall.CREATE_NEW_PROCESS_GROUP | detachedProcess, HideWindow: true}
+	return &syscall.SysProcAttr{CreationFlags: syscall.CREATE_NEW_PROCESS_GROUP | windows.DETACHED_PROCESS, HideWindow: true}
 }
 
 // spawnSession is the Unix-socket start (a ready pipe as an extra file),

@@ -40,10 +40,10 @@ func fileEvent(guid, rawURL, p string, size int64, auto bool) events.FileDownloa
 }
 
 // contained reports whether p names an entry directly inside dir (not dir
-// itself, nothing deeper, nothing outside), lexically after Clean, by the
+// itself, nothing deeper, nothing outside), lexically (pathcheck resolves . and ..), by the
 // system's rules (on Windows: drive letters, UNC shares, any case).
 func contained(dir, p string) bool {
-	return pathcheck.Child(filepath.Clean(dir), filepath.Clean(p))
+	return pathcheck.Child(dir, p)
 }
 
 // reserve creates an empty file dir/name (or name (1), name (2), …) with
