@@ -134,4 +134,6 @@ func addUsage(t *llm.Usage, u llm.Usage) {
 	t.CompletionTokens += u.CompletionTokens
 	t.TotalTokens += u.TotalTokens
 	t.CachedTokens += u.CachedTokens
+	t.CacheWriteTokens += u.CacheWriteTokens
+	t.ReasoningTokens += u.ReasoningTokens
 }

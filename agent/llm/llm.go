@@ -38,6 +38,12 @@ type Message struct {
 type Part struct {
 	Text  string
 	Image *Image
+	// CacheBreakpoint marks the end of a prefix worth caching: everything
+	// up to and including this part is expected to repeat in the next
+	// request. Providers with explicit prompt caching (Anthropic's
+	// cache_control) mark it; the others ignore it, their caches key on
+	// the prefix by themselves.
+	CacheBreakpoint bool
 }
 
 // Image is an image part. Either Data (raw bytes, sent base64-encoded) or URL
@@ -100,6 +106,12 @@ type Schema struct {
 	Name        string
 	Description string
 	JSON        json.RawMessage
+	// Loose says the schema leaves parts free on purpose (an object with
+	// no listed properties) and the caller validates the reply itself.
+	// Providers with a strict mode send a loose schema non-strict; a
+	// schema that is not Loose but cannot be made strict is rejected with
+	// ErrBadRequest before any request is sent.
+	Loose bool
 }
 
 // Request is one model call.
@@ -113,15 +125,24 @@ type Request struct {
 	MaxTokens int
 	// Temperature, when non-nil, is sent as is; nil leaves the provider default.
 	Temperature *float64
+	// CacheKey, when set, groups requests that share a prefix so that the
+	// provider routes them to the same prompt cache (OpenAI's
+	// prompt_cache_key); providers without such a field ignore it.
+	CacheKey string
 }
 
-// Usage reports token counts as the provider reported them. CachedTokens is
-// the part of PromptTokens served from the provider's prompt cache.
+// Usage reports token counts as the provider reported them, normalised so
+// that PromptTokens is every input token of the call: CachedTokens is the
+// part of it read from the provider's prompt cache and CacheWriteTokens the
+// part written to it (Anthropic bills writes at a premium). ReasoningTokens
+// is the part of CompletionTokens the model spent thinking.
 type Usage struct {
-	PromptTokens     int
-	CompletionTokens int
-	TotalTokens      int
-	CachedTokens     int
+	PromptTokens     int `json:"prompt_tokens,omitempty"`
+	CompletionTokens int `json:"completion_tokens,omitempty"`
+	TotalTokens      int `json:"total_tokens,omitempty"`
+	CachedTokens     int `json:"cached_tokens,omitempty"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+	ReasoningTokens  int `json:"reasoning_tokens,omitempty"`
 }
 
 // Response is a model reply.
