@@ -141,8 +141,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) (StopReason, error)
 		return 0, fmt.Errorf("%w: %s (use Paths.Listen)", ErrInsecureListener, ln.Addr())
 	}
 
-	reqCtx, cancelReqs := context.WithCancel(ctx)
-	defer cancelReqs()
+	reqCtx, cancelReqs := context.WithCancelCause(ctx)
+	defer cancelReqs(nil)
 	var handlers sync.WaitGroup
 	accepted := make(chan struct{})
 	go func() {
@@ -176,7 +176,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) (StopReason, error)
 	reason := s.wait(ctx)
 
 	ln.Close()
-	cancelReqs()
+	// ctx's cancellation reaches reqCtx on its own, but not necessarily
+	// before this line runs: pass its cause on, or a request cancelled
+	// because the browser died would be told only that the session stops.
+	cancelReqs(context.Cause(ctx))
 	<-accepted
 	handlers.Wait()
 
