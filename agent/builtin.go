@@ -294,7 +294,7 @@ func DefaultRegistry() *Registry {
 				return ActionResult{}, err
 			}
 			path := filepath.Join(ac.FileSystem.Dir(), name)
-			if err := os.WriteFile(path, shot.PNG, 0o644); err != nil {
+			if err := os.WriteFile(path, shot.Data, 0o644); err != nil {
 				return ActionResult{}, err
 			}
 			r.Files = []string{path}

@@ -33,7 +33,7 @@ type shotDriver struct {
 
 func (d shotDriver) Screenshot(ctx context.Context) ([]byte, error) {
 	res, err := bus.Call(ctx, d.s.Bus(), events.Screenshot, events.ScreenshotEvent{})
-	return res.PNG, err
+	return res.Data, err
 }
 
 // fixture is a launched browser with a Driver, and the fixture site.

@@ -5,14 +5,65 @@ import (
 	"time"
 )
 
-// ScreenshotEvent asks for a PNG of a tab. Emitted by the agent and by the
-// DOM watchdog, which dispatches it as a child of BrowserStateRequest (so
+// ScreenshotEvent asks for an image of a tab. Emitted by the agent and by
+// the DOM watchdog, which dispatches it as a child of BrowserStateRequest (so
 // the image in a BrowserState comes from whichever watchdog answers
-// Screenshot); handled by the screenshot watchdog.
+// Screenshot); handled by the screenshot watchdog. The zero ImageOptions
+// ask for a PNG at full size (what the MCP screenshot tool, the shell and
+// the recordings get).
 type ScreenshotEvent struct {
 	TargetID string // the tab; "" = the focused tab
 	FullPage bool
 	Clip     *Rect // page coordinates; nil = viewport (or full page)
+	ImageOptions
+}
+
+// ImageFormat is a screenshot's encoding.
+type ImageFormat string
+
+// Image formats (Page.captureScreenshot's format).
+const (
+	ImagePNG  ImageFormat = "png"
+	ImageJPEG ImageFormat = "jpeg"
+	ImageWebP ImageFormat = "webp"
+)
+
+// MediaType is the format's MIME type ("image/png" for "" and unknown
+// formats).
+func (f ImageFormat) MediaType() string {
+	switch f {
+	case ImageJPEG:
+		return "image/jpeg"
+	case ImageWebP:
+		return "image/webp"
+	}
+	return "image/png"
+}
+
+// Ext is the format's file extension with its dot (".png" for "").
+func (f ImageFormat) Ext() string {
+	switch f {
+	case ImageJPEG:
+		return ".jpg"
+	case ImageWebP:
+		return ".webp"
+	}
+	return ".png"
+}
+
+// ImageOptions say how a screenshot is encoded and how large it may be.
+// The zero value is a lossless PNG at full size (device pixels).
+type ImageOptions struct {
+	// Format: ImagePNG (""), ImageJPEG or ImageWebP.
+	Format ImageFormat
+	// Quality is the JPEG/WebP compression quality, 1..100; 0 = the
+	// browser's default (80 in Chromium). Ignored for PNG.
+	Quality int
+	// MaxWidth and MaxHeight bound the image, in image pixels; 0 = no bound
+	// on that side. A larger capture is scaled down by the browser (never
+	// up), keeping its aspect ratio; ScreenshotResult.Scale says by how
+	// much.
+	MaxWidth, MaxHeight int
 }
 
 // Rect is a rectangle in CSS pixels.
@@ -20,14 +71,31 @@ type Rect struct {
 	X, Y, Width, Height float64
 }
 
-// ScreenshotResult is a PNG image.
+// ScreenshotResult is an encoded image of a tab.
 type ScreenshotResult struct {
-	PNG      []byte
+	Data      []byte // the encoded image
+	MediaType string // "image/png", "image/jpeg" or "image/webp"; "" = image/png
+	// Width and Height are the image's size in pixels (0 = unknown: an
+	// answering watchdog that did not say).
+	Width, Height int
+	// Scale is image pixels per CSS pixel of the captured area: the device
+	// pixel ratio at full size, less when ImageOptions shrank the image.
+	// 0 = unknown.
+	Scale    float64
 	TargetID string
 }
 
 // Summary implements bus.Summarizer (no image bytes in traces).
-func (r ScreenshotResult) Summary() string { return fmt.Sprintf("png %d bytes", len(r.PNG)) }
+func (r ScreenshotResult) Summary() string {
+	mt := r.MediaType
+	if mt == "" {
+		mt = "image/png"
+	}
+	if r.Width > 0 {
+		return fmt.Sprintf("%s %dx%d %d bytes", mt, r.Width, r.Height, len(r.Data))
+	}
+	return fmt.Sprintf("%s %d bytes", mt, len(r.Data))
+}
 
 // Screenshot captures the page (15 s).
 var Screenshot = def[ScreenshotEvent, ScreenshotResult]("Screenshot", 15*sec)
@@ -38,6 +106,9 @@ var Screenshot = def[ScreenshotEvent, ScreenshotResult]("Screenshot", 15*sec)
 type BrowserStateRequestEvent struct {
 	IncludeDOM        bool // upstream default true: callers set it
 	IncludeScreenshot bool
+	// Screenshot says how the screenshot is encoded and sized (passed on
+	// in the Screenshot event); the zero value is a full-size PNG.
+	Screenshot ImageOptions
 }
 
 // ElementInfo is one indexed (interactive) element of an observation: its
@@ -70,7 +141,11 @@ type DOMStats struct {
 	Links            int
 	Inputs           int
 	ScrollContainers int
-	BuildTime        time.Duration
+	// MediaCoverage is the fraction (0..1) of the viewport covered by the
+	// largest visible canvas, video, embed or object element: content the
+	// element list and the text cannot show.
+	MediaCoverage float64
+	BuildTime     time.Duration
 }
 
 // DialogInfo is a JavaScript dialog the runtime handled.
@@ -88,7 +163,7 @@ type BrowserState struct {
 	Title           string
 	Tabs            []TabInfo
 	FocusedTarget   string
-	Screenshot      []byte // PNG, nil if not requested or failed
+	Screenshot      []byte // the encoded image, nil if not requested or failed
 	DOMText         string // the serialized page shown to the model
 	Elements        map[int]ElementInfo
 	Page            PageInfo
@@ -102,6 +177,15 @@ type BrowserState struct {
 	Blocked     []BlockedRequests
 	Error       string // DOM build failure, shown to the model as such
 	Fingerprint string // page fingerprint for the mutation fence
+	// ScreenshotType is Screenshot's media type ("" = image/png).
+	ScreenshotType string
+	// ScreenshotScale is Screenshot's image pixels per CSS pixel of the
+	// viewport (0 = unknown: read the image's width against
+	// Page.ViewportWidth).
+	ScreenshotScale float64
+	// ScreenshotWidth and ScreenshotHeight are the image's size in pixels
+	// (0 = unknown).
+	ScreenshotWidth, ScreenshotHeight int
 }
 
 // Summary implements bus.Summarizer (no page text or image in traces).

@@ -143,7 +143,7 @@ func (b *Browser) screenshot(_ context.Context, ev events.ScreenshotEvent) (even
 	if err != nil {
 		return events.ScreenshotResult{}, err
 	}
-	return events.ScreenshotResult{PNG: slices.Clone(screenshotPNG), TargetID: t.id}, nil
+	return events.ScreenshotResult{Data: slices.Clone(screenshotPNG), MediaType: "image/png", Width: 1, Height: 1, TargetID: t.id}, nil
 }
 
 func (b *Browser) click(_ context.Context, ev events.ClickElementEvent) (events.ClickResult, error) {

@@ -398,7 +398,7 @@ func (d shellDriver) Screenshot(ctx context.Context) ([]byte, error) {
 		return nil, session.ErrNotStarted
 	}
 	res, err := bus.Call(ctx, b, events.Screenshot, events.ScreenshotEvent{})
-	return res.PNG, err
+	return res.Data, err
 }
 
 // runServeSession is the background process of a session (started by

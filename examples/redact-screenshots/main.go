@@ -105,7 +105,7 @@ func (r *Redactor) Attach(s *session.Session) error {
 			return events.ScreenshotResult{}, err
 		}
 		r.Last, r.Boxes = out.Bytes(), len(found.Boxes)
-		return events.ScreenshotResult{PNG: r.Last, TargetID: tab}, nil
+		return events.ScreenshotResult{Data: r.Last, MediaType: "image/png", TargetID: tab}, nil
 	})
 }
 

@@ -212,7 +212,7 @@ func FakeScreenshot(png []byte) *Fake {
 			if id == "" {
 				id = s.FocusedTab()
 			}
-			return events.ScreenshotResult{PNG: png, TargetID: id}, nil
+			return events.ScreenshotResult{Data: png, MediaType: "image/png", TargetID: id}, nil
 		})
 	})
 	return f

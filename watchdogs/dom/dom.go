@@ -243,7 +243,7 @@ type observation struct {
 func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.BrowserStateRequestEvent) (st events.BrowserState, _ error) {
 	start := time.Now()
 	var (
-		shotPNG []byte
+		shot    events.ScreenshotResult
 		shotErr error
 	)
 	tab := s.FocusedTab()
@@ -298,13 +298,13 @@ func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.Br
 		shotDone = make(chan struct{})
 		go func() {
 			defer close(shotDone)
-			res, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{TargetID: tab})
+			res, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{TargetID: tab, ImageOptions: ev.Screenshot})
 			if err != nil {
 				w.log.Debug("screenshot failed", zap.Error(err))
 				shotErr = err
 				return
 			}
-			shotPNG = res.PNG
+			shot = res
 		}()
 	}
 	defer func() {
@@ -315,7 +315,8 @@ func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.Br
 		if shotErr != nil {
 			st.Hints = append(st.Hints, "No screenshot this step: "+shotErr.Error())
 		}
-		st.Screenshot = shotPNG
+		st.Screenshot, st.ScreenshotType, st.ScreenshotScale = shot.Data, shot.MediaType, shot.Scale
+		st.ScreenshotWidth, st.ScreenshotHeight = shot.Width, shot.Height
 	}()
 	if !ev.IncludeDOM {
 		return st, nil
@@ -368,6 +369,7 @@ func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.Br
 		Links:            ps.Links,
 		Inputs:           ps.Inputs,
 		ScrollContainers: ps.ScrollContainers,
+		MediaCoverage:    mediaCoverage(obs.tree),
 		BuildTime:        time.Since(start),
 	}
 	// Pages above/below are in Page; keep the hints that say something else.

@@ -1,5 +1,6 @@
 // Package screenshot is the screenshot watchdog: it answers
-// events.Screenshot with a PNG of a tab (viewport, full page or a clip), and
+// events.Screenshot with an image of a tab (viewport, full page or a clip;
+// PNG, JPEG or WebP; at full size or scaled down by the browser), and
 // events.PrintPDF with the tab printed as a PDF.
 // The DOM watchdog asks it for the image of every observation through the
 // bus; a deployment that replaces it by name (see
@@ -20,6 +21,7 @@ import (
 
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/imgsize"
 	"github.com/browseragent/browseragent/internal/pagejs"
 	"github.com/browseragent/browseragent/session"
 )
@@ -36,10 +38,12 @@ type Config struct {
 }
 
 // Watchdog answers events.PrintPDF (see printPDF) and events.Screenshot
-// with a PNG of a tab (the event's
+// with an image of a tab (the event's
 // TargetID, else the focused tab): the viewport, the full page (clipped to
 // the content size, at most MaxSide CSS pixels each way) or a clip in page
-// coordinates. The DOM watchdog asks it for the image of every observation
+// coordinates, encoded and bounded as the event's ImageOptions say (Chrome
+// encodes and scales: no image is decoded here). The result says its media
+// type, its size (read from the image's header) and its scale. The DOM watchdog asks it for the image of every observation
 // through the bus, so a deployment that replaces this watchdog (by name)
 // replaces the screenshots everywhere. Nothing of the runtime draws on
 // pages, so the images carry no overlays; a future highlighter must hide
@@ -98,12 +102,13 @@ func (w *Watchdog) Attach(s *session.Session) error {
 					}()
 				}
 			}
-			png, err := capture(ctx, cs, ev)
+			res, err := capture(ctx, cs, ev)
 			if err != nil {
 				log.Debug("capture failed", zap.String("target", tab), zap.Error(err))
 				return events.ScreenshotResult{}, err
 			}
-			return events.ScreenshotResult{PNG: png, TargetID: tab}, nil
+			res.TargetID = tab
+			return res, nil
 		}))
 }
 
@@ -120,38 +125,115 @@ var (
 // limits).
 const MaxSide = 16384
 
-// capture takes a PNG of the page behind cs.
-func capture(ctx context.Context, cs *cdp.Session, ev events.ScreenshotEvent) ([]byte, error) {
+// capture takes an image of the page behind cs. Without a size bound the
+// capture is the one Chrome gives (a viewport capture has no clip); with
+// one, the captured area is a clip whose scale makes the image fit, so that
+// Chrome does the resize.
+func capture(ctx context.Context, cs *cdp.Session, ev events.ScreenshotEvent) (events.ScreenshotResult, error) {
+	o := ev.ImageOptions
 	p := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng, FromSurface: pagejs.Ptr(true)}
+	switch o.Format {
+	case "", events.ImagePNG:
+	case events.ImageJPEG:
+		p.Format = page.CaptureScreenshotFormatJpeg
+	case events.ImageWebP:
+		p.Format = page.CaptureScreenshotFormatWebp
+	default:
+		return events.ScreenshotResult{}, fmt.Errorf("%w: format %q (want png, jpeg or webp)", ErrBadRequest, o.Format)
+	}
+	if o.Quality < 0 || o.Quality > 100 {
+		return events.ScreenshotResult{}, fmt.Errorf("%w: quality %d (want 1..100, or 0 for the default)", ErrBadRequest, o.Quality)
+	}
+	if o.Quality > 0 && p.Format != page.CaptureScreenshotFormatPng {
+		p.Quality = pagejs.Ptr(int64(o.Quality))
+	}
+	if o.MaxWidth < 0 || o.MaxHeight < 0 {
+		return events.ScreenshotResult{}, fmt.Errorf("%w: negative size bound %dx%d", ErrBadRequest, o.MaxWidth, o.MaxHeight)
+	}
+	bounded := o.MaxWidth > 0 || o.MaxHeight > 0
+	metrics := func() (page.GetLayoutMetricsResult, error) {
+		m, err := cdpproto.Call(ctx, cs, page.GetLayoutMetrics, cdpproto.Empty{})
+		if err != nil {
+			return m, fmt.Errorf("screenshot: layout metrics: %w", err)
+		}
+		return m, nil
+	}
 	switch {
 	case ev.FullPage && ev.Clip != nil:
-		return nil, fmt.Errorf("%w: FullPage and Clip are exclusive", ErrBadRequest)
+		return events.ScreenshotResult{}, fmt.Errorf("%w: FullPage and Clip are exclusive", ErrBadRequest)
 	case ev.Clip != nil:
 		c := ev.Clip
 		if !(c.Width > 0 && c.Height > 0) || math.IsInf(c.Width+c.Height+c.X+c.Y, 0) || math.IsNaN(c.Width+c.Height+c.X+c.Y) || c.X < 0 || c.Y < 0 {
-			return nil, fmt.Errorf("%w: clip %+v must have a positive size and a non-negative origin", ErrBadRequest, *c)
+			return events.ScreenshotResult{}, fmt.Errorf("%w: clip %+v must have a positive size and a non-negative origin", ErrBadRequest, *c)
 		}
 		p.Clip = &page.Viewport{X: c.X, Y: c.Y, Width: c.Width, Height: c.Height, Scale: 1}
 		p.CaptureBeyondViewport = pagejs.Ptr(true)
 	case ev.FullPage:
-		m, err := cdpproto.Call(ctx, cs, page.GetLayoutMetrics, cdpproto.Empty{})
+		m, err := metrics()
 		if err != nil {
-			return nil, fmt.Errorf("screenshot: layout metrics: %w", err)
+			return events.ScreenshotResult{}, err
 		}
 		if m.CSSContentSize == nil || m.CSSContentSize.Width <= 0 || m.CSSContentSize.Height <= 0 {
-			return nil, fmt.Errorf("screenshot: page reports no content size")
+			return events.ScreenshotResult{}, fmt.Errorf("screenshot: page reports no content size")
 		}
 		w := math.Min(math.Ceil(m.CSSContentSize.Width), MaxSide)
 		h := math.Min(math.Ceil(m.CSSContentSize.Height), MaxSide)
 		p.Clip = &page.Viewport{X: 0, Y: 0, Width: w, Height: h, Scale: 1}
 		p.CaptureBeyondViewport = pagejs.Ptr(true)
+	case bounded:
+		// The viewport as a clip in page coordinates, not beyond it: the
+		// same pixels as a capture without a clip, at the clip's scale.
+		m, err := metrics()
+		if err != nil {
+			return events.ScreenshotResult{}, err
+		}
+		v := m.CSSVisualViewport
+		if v == nil || v.ClientWidth <= 0 || v.ClientHeight <= 0 {
+			return events.ScreenshotResult{}, fmt.Errorf("screenshot: page reports no viewport")
+		}
+		p.Clip = &page.Viewport{X: v.PageX, Y: v.PageY, Width: v.ClientWidth, Height: v.ClientHeight, Scale: 1}
+		p.CaptureBeyondViewport = pagejs.Ptr(false)
+	}
+	if bounded && p.Clip != nil {
+		// Chrome renders a clip at its scale times the device pixel ratio.
+		ratio := 1.0
+		if err := pagejs.Evaluate(ctx, cs, "devicePixelRatio", &ratio); err != nil || !(ratio > 0) {
+			ratio = 1
+		}
+		p.Clip.Scale = fitScale(p.Clip.Width*ratio, p.Clip.Height*ratio, o.MaxWidth, o.MaxHeight)
 	}
 	res, err := cdpproto.Call(ctx, cs, page.CaptureScreenshot, p)
 	if err != nil {
-		return nil, fmt.Errorf("screenshot: %w", err)
+		return events.ScreenshotResult{}, fmt.Errorf("screenshot: %w", err)
 	}
 	if len(res.Data) == 0 {
-		return nil, ErrEmpty
+		return events.ScreenshotResult{}, ErrEmpty
 	}
-	return res.Data, nil
+	out := events.ScreenshotResult{Data: res.Data, MediaType: o.Format.MediaType()}
+	w, h, err := imgsize.Of(res.Data)
+	if err != nil {
+		return events.ScreenshotResult{}, fmt.Errorf("screenshot: the browser's image: %w", err)
+	}
+	out.Width, out.Height = w, h
+	// A clip's scale is measured on the image: it holds whatever the
+	// device pixel ratio and the clip's scale did. A capture without a clip
+	// (the default viewport capture) is at the device pixel ratio, which
+	// it does not measure: Scale stays 0.
+	if p.Clip != nil {
+		out.Scale = float64(w) / p.Clip.Width
+	}
+	return out, nil
+}
+
+// fitScale is the factor (at most 1) that makes a w×h image fit maxW×maxH
+// (0 = no bound on that side).
+func fitScale(w, h float64, maxW, maxH int) float64 {
+	s := 1.0
+	if maxW > 0 && w > float64(maxW) {
+		s = math.Min(s, float64(maxW)/w)
+	}
+	if maxH > 0 && h > float64(maxH) {
+		s = math.Min(s, float64(maxH)/h)
+	}
+	return s
 }

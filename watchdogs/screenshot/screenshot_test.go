@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"image"
+	"image/jpeg"
 	"image/png"
+	"math"
 	"testing"
 
 	"github.com/browseragent/browseragent/bus"
@@ -42,7 +44,7 @@ func TestScreenshotViewportFullPageClip(t *testing.T) {
 	var inner [2]int
 	wdtest.Eval(t, ctx, s, "[innerWidth, innerHeight]", &inner)
 	vw, vh := inner[0], inner[1]
-	if b := decodePNG(t, res.PNG); b.Dx() != scale(vw) || b.Dy() != scale(vh) {
+	if b := decodePNG(t, res.Data); b.Dx() != scale(vw) || b.Dy() != scale(vh) {
 		t.Fatalf("viewport shot %v, want %dx%d", b, scale(vw), scale(vh))
 	}
 
@@ -52,7 +54,7 @@ func TestScreenshotViewportFullPageClip(t *testing.T) {
 	}
 	var docH int
 	wdtest.Eval(t, ctx, s, "document.documentElement.scrollHeight", &docH)
-	if b := decodePNG(t, full.PNG); b.Dy() <= scale(vh) || b.Dy() != scale(docH) || b.Dx() != scale(vw) {
+	if b := decodePNG(t, full.Data); b.Dy() <= scale(vh) || b.Dy() != scale(docH) || b.Dx() != scale(vw) {
 		t.Fatalf("full page shot %v, page height %d, viewport %dx%d", b, docH, vw, vh)
 	}
 
@@ -60,7 +62,7 @@ func TestScreenshotViewportFullPageClip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := decodePNG(t, clip.PNG); b.Dx() != scale(120) || b.Dy() != scale(70) {
+	if b := decodePNG(t, clip.Data); b.Dx() != scale(120) || b.Dy() != scale(70) {
 		t.Fatalf("clip shot %v", b)
 	}
 
@@ -94,8 +96,114 @@ func TestScreenshotOfAnotherTab(t *testing.T) {
 	if res.TargetID != first {
 		t.Fatalf("shot of %q, asked for %q", res.TargetID, first)
 	}
-	decodePNG(t, res.PNG)
+	decodePNG(t, res.Data)
 	if _, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{TargetID: "NO-SUCH-TAB"}); !errors.Is(err, session.ErrTabNotFound) {
 		t.Fatalf("unknown tab: %v, want ErrTabNotFound", err)
+	}
+}
+
+// The event's ImageOptions reach Chrome: JPEG and WebP at a quality, and a
+// size bound that Chrome meets by scaling the capture (the result says the
+// media type, the size read from the image and the scale applied). The
+// zero options stay a full-size PNG.
+func TestScreenshotFormatQualityAndSize(t *testing.T) {
+	s, env, _, ctx := wdtest.Connect(t, session.Profile{}, New(Config{}))
+	wdtest.Navigate(t, ctx, s, env.URL("/vision-shop.html"))
+	var vp struct{ W, H, DPR float64 }
+	wdtest.Eval(t, ctx, s, "({W: document.documentElement.clientWidth, H: document.documentElement.clientHeight, DPR: devicePixelRatio})", &vp)
+	shot := func(o events.ImageOptions) events.ScreenshotResult {
+		t.Helper()
+		res, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{ImageOptions: o})
+		if err != nil {
+			t.Fatalf("%+v: %v", o, err)
+		}
+		t.Logf("%+v: %s", o, res.Summary())
+		return res
+	}
+
+	def := shot(events.ImageOptions{})
+	if def.MediaType != "image/png" || def.Scale != 0 {
+		t.Fatalf("default shot: %s scale %v", def.MediaType, def.Scale)
+	}
+	if b := decodePNG(t, def.Data); b.Dx() != def.Width || b.Dy() != def.Height {
+		t.Fatalf("default shot %v, result says %dx%d", b, def.Width, def.Height)
+	}
+
+	// JPEG, bounded by width: Chrome scales, Go decodes what it sent.
+	j := shot(events.ImageOptions{Format: events.ImageJPEG, Quality: 60, MaxWidth: 640})
+	img, err := jpeg.Decode(bytes.NewReader(j.Data))
+	if err != nil {
+		t.Fatalf("not a JPEG: %v", err)
+	}
+	wantW := 640
+	wantH := int(math.Round(vp.H * 640 / vp.W))
+	if b := img.Bounds(); j.MediaType != "image/jpeg" || b.Dx() != wantW || b.Dy() < wantH-1 || b.Dy() > wantH+1 || j.Width != b.Dx() || j.Height != b.Dy() {
+		t.Fatalf("jpeg %s %v (result %dx%d), want %dx%d", j.MediaType, b, j.Width, j.Height, wantW, wantH)
+	}
+	if math.Abs(j.Scale-640/vp.W) > 0.002 {
+		t.Fatalf("scale %v, want %v", j.Scale, 640/vp.W)
+	}
+	// Quality changes the bytes.
+	if hi := shot(events.ImageOptions{Format: events.ImageJPEG, Quality: 95, MaxWidth: 640}); len(hi.Data) <= len(j.Data) {
+		t.Fatalf("jpeg q95 %d bytes, q60 %d bytes", len(hi.Data), len(j.Data))
+	}
+
+	// WebP, bounded by height: the height decides.
+	wp := shot(events.ImageOptions{Format: events.ImageWebP, Quality: 70, MaxHeight: 300})
+	if wp.MediaType != "image/webp" || string(wp.Data[:4]) != "RIFF" || string(wp.Data[8:12]) != "WEBP" || wp.Height != 300 {
+		t.Fatalf("webp %s %q %dx%d", wp.MediaType, wp.Data[:12], wp.Width, wp.Height)
+	}
+	if math.Abs(wp.Scale-300/vp.H) > 0.01 {
+		t.Fatalf("webp scale %v, want %v", wp.Scale, 300/vp.H)
+	}
+
+	// A bound larger than the capture never enlarges it.
+	big := shot(events.ImageOptions{Format: events.ImagePNG, MaxWidth: 5000, MaxHeight: 5000})
+	if b := decodePNG(t, big.Data); b.Dx() != int(vp.W*vp.DPR) || math.Abs(big.Scale-vp.DPR) > 0.001 {
+		t.Fatalf("unbounded by a large bound: %v scale %v", b, big.Scale)
+	}
+
+	// A clip is scaled the same way.
+	c, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{Clip: &events.Rect{X: 0, Y: 0, Width: 400, Height: 200}, ImageOptions: events.ImageOptions{Format: events.ImageJPEG, MaxWidth: 200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Width != 200 || c.Height != 100 || c.Scale != 0.5 {
+		t.Fatalf("clip %dx%d scale %v", c.Width, c.Height, c.Scale)
+	}
+
+	for _, bad := range []events.ImageOptions{{Format: "gif"}, {Format: events.ImageJPEG, Quality: 101}, {MaxWidth: -1}} {
+		if _, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{ImageOptions: bad}); !errors.Is(err, ErrBadRequest) {
+			t.Fatalf("bad options %+v: %v", bad, err)
+		}
+	}
+}
+
+// A bounded capture of a scrolled page is the viewport the user sees (a
+// clip at the scroll offset), not the top of the document.
+func TestScreenshotBoundedScrolled(t *testing.T) {
+	s, env, _, ctx := wdtest.Connect(t, session.Profile{}, New(Config{}))
+	wdtest.Navigate(t, ctx, s, env.URL("/vision-canvas.html"))
+	// The canvas page does not scroll; make a tall page with a red band
+	// 3000 px down and scroll to it.
+	var ok bool
+	wdtest.Eval(t, ctx, s, `(() => { document.documentElement.style.overflow = 'auto'; document.body.style.overflow = 'auto'; document.body.style.height = '6000px';
+		const d = document.createElement('div'); d.style.cssText = 'position:absolute;left:0;top:3000px;width:100%;height:2000px;background:rgb(255,0,0)';
+		document.body.appendChild(d); scrollTo(0, 3100); return scrollY === 3100; })()`, &ok)
+	if !ok {
+		t.Fatal("the page did not scroll")
+	}
+	res, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{ImageOptions: events.ImageOptions{MaxWidth: 320}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(res.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := img.Bounds()
+	r, g, bl, _ := img.At(b.Dx()/2, b.Dy()/2).RGBA()
+	if r>>8 < 240 || g>>8 > 15 || bl>>8 > 15 {
+		t.Fatalf("the middle of the scrolled viewport is rgb(%d,%d,%d), want red", r>>8, g>>8, bl>>8)
 	}
 }
