@@ -33,17 +33,34 @@ var (
 	// ErrMalformedOutput: structured output was requested and the reply is not
 	// JSON. Matched by *ParseError. This is a model failure, not an outage.
 	ErrMalformedOutput = errors.New("llm: malformed model output")
+	// ErrQuota: the account is out of credit or quota (OpenAI's 429
+	// insufficient_quota, Anthropic's "credit balance is too low", HTTP 402).
+	// A billing problem, not a rate limit: WithRetry does not retry it;
+	// ShouldFallback switches to a fallback model, which bills elsewhere.
+	ErrQuota = errors.New("llm: quota or credit exhausted")
+	// ErrContextLength: the prompt is larger than the model's context window,
+	// reported by the API (a 400) or detected by this package (a local
+	// server that would truncate the prompt silently; see
+	// *ContextLengthError). Not retried, and no fallback by default: the
+	// same prompt needs to shrink.
+	ErrContextLength = errors.New("llm: prompt exceeds the model's context window")
 )
 
 // APIError is an error reported by a provider's HTTP API, or a transport
 // failure talking to it (Status 0). It matches (errors.Is) exactly one of
-// ErrRateLimited, ErrProviderUnavailable, ErrAuth, ErrBadRequest, chosen by
-// status, and unwraps to the transport error if any.
+// ErrRateLimited, ErrProviderUnavailable, ErrAuth, ErrBadRequest, ErrQuota,
+// ErrContextLength: Class when the provider recognised the error's code or
+// message, else the one chosen by status (402 is ErrQuota). It unwraps to
+// the transport error if any.
 type APIError struct {
 	Provider string // "openai", "anthropic", "gemini"
 	Status   int    // HTTP status; 0 for a network failure or attempt timeout
 	Code     string // provider error type/code, e.g. "rate_limit_error", "RESOURCE_EXHAUSTED"
 	Message  string // provider message, or the transport error text
+	// Class, when non-nil, is the sentinel the provider recognised from the
+	// body (ErrQuota for a 429 insufficient_quota, ErrContextLength for a
+	// 400 "prompt is too long"); it overrides the status.
+	Class error
 	// RetryAfter is the server's Retry-After hint (0 when absent).
 	RetryAfter time.Duration
 	// Err is the underlying transport error, if any.
@@ -76,6 +93,10 @@ func (e *APIError) Error() string {
 // Kind returns the sentinel this error matches.
 func (e *APIError) Kind() error {
 	switch {
+	case e.Class != nil:
+		return e.Class
+	case e.Status == 402:
+		return ErrQuota
 	case e.Status == 0 || e.Status >= 500:
 		return ErrProviderUnavailable
 	case e.Status == 429:
@@ -168,8 +189,63 @@ func (e *MissingKeyError) Error() string {
 // Is matches ErrAuth.
 func (e *MissingKeyError) Is(target error) bool { return target == ErrAuth }
 
+// ContextLengthError reports a prompt that does not fit the model's context
+// window, found by this package rather than by the API: before sending
+// (Reported 0: the estimate exceeds Window) or from a reply whose reported
+// prompt size shows the server truncated the prompt. It matches
+// ErrContextLength.
+type ContextLengthError struct {
+	Provider string
+	Model    string
+	// Window is the context size the provider was configured with.
+	Window int
+	// Estimated is this package's estimate of the prompt's tokens.
+	Estimated int
+	// Reported is the prompt size the server reported (0 before sending).
+	Reported int
+	// Hint says how to raise the window.
+	Hint string
+}
+
+func (e *ContextLengthError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: prompt does not fit the context window of %s (%d tokens): ", e.Provider, e.Model, e.Window)
+	if e.Reported > 0 {
+		fmt.Fprintf(&b, "the server read %d prompt tokens where about %d were sent, so it truncated the prompt", e.Reported, e.Estimated)
+	} else {
+		fmt.Fprintf(&b, "about %d prompt tokens; not sent", e.Estimated)
+	}
+	if e.Hint != "" {
+		b.WriteString("; ")
+		b.WriteString(e.Hint)
+	}
+	return b.String()
+}
+
+// Is matches ErrContextLength.
+func (e *ContextLengthError) Is(target error) bool { return target == ErrContextLength }
+
+// SchemaError reports a schema a provider cannot send as asked, found
+// before any request is made: Path is a JSON path into the schema ("$" is
+// the root, e.g. "$.properties.action.items") and Reason says what is
+// wrong there. It matches ErrBadRequest.
+type SchemaError struct {
+	Provider string
+	Schema   string // the schema's Name
+	Path     string
+	Reason   string
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("%s: schema %q at %s: %s", e.Provider, e.Schema, e.Path, e.Reason)
+}
+
+// Is matches ErrBadRequest.
+func (e *SchemaError) Is(target error) bool { return target == ErrBadRequest }
+
 // Retryable reports whether err is worth retrying against the same model:
-// rate limits and unavailability (5xx, network, attempt timeout).
+// rate limits and unavailability (5xx, network, attempt timeout). Quota
+// and context-length errors are not.
 func Retryable(err error) bool {
 	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrProviderUnavailable)
 }

@@ -127,8 +127,17 @@ type Request struct {
 	Temperature *float64
 	// CacheKey, when set, groups requests that share a prefix so that the
 	// provider routes them to the same prompt cache (OpenAI's
-	// prompt_cache_key); providers without such a field ignore it.
+	// prompt_cache_key, sent to api.openai.com only); providers without
+	// such a field ignore it.
 	CacheKey string
+	// AttemptTimeout, when positive, bounds each attempt at the call rather
+	// than the whole call: WithRetry gives every attempt its own deadline
+	// of this length (see GenerateAttempt), and the provider models use it
+	// as their HTTP attempt timeout when it is shorter than their
+	// configured one. Its expiry is ErrProviderUnavailable (retryable). The
+	// caller's ctx still bounds everything; a Model that does neither
+	// (scripted, a custom one) may ignore it.
+	AttemptTimeout time.Duration
 }
 
 // Usage reports token counts as the provider reported them, normalised so

@@ -82,6 +82,12 @@ func (p RetryPolicy) Delay(n int, err error) time.Duration {
 // stop at once when ctx is done; the error then wraps ctx.Err(). When the
 // attempts are exhausted the last error is returned unchanged (it still
 // matches its sentinel). The wrapper has m's Name.
+//
+// Request.AttemptTimeout, when set, bounds each attempt separately: every
+// attempt gets a context with that deadline (on top of ctx's), and an
+// attempt that runs out of it while ctx is still live fails with an
+// *APIError matching ErrProviderUnavailable, which is retried like any
+// outage. ctx alone bounds the whole call, attempts and waits included.
 func WithRetry(m Model, p RetryPolicy) Model {
 	return &retryModel{m: m, p: p.withDefaults()}
 }
@@ -96,7 +102,7 @@ func (r *retryModel) CloseIdleConnections() { CloseIdleConnections(r.m) }
 
 func (r *retryModel) Generate(ctx context.Context, req Request) (*Response, error) {
 	for attempt := 1; ; attempt++ {
-		resp, err := r.m.Generate(ctx, req)
+		resp, err := GenerateAttempt(ctx, r.m, req)
 		if err == nil || attempt >= r.p.MaxAttempts || ctx.Err() != nil || !r.p.Retry(err) {
 			return resp, err
 		}
@@ -117,14 +123,36 @@ func (r *retryModel) Generate(ctx context.Context, req Request) (*Response, erro
 	}
 }
 
+// GenerateAttempt calls m.Generate once under req.AttemptTimeout (when
+// set): the attempt gets its own deadline, and when that deadline, not
+// ctx's, ends the attempt, the error is an *APIError (Status 0) matching
+// ErrProviderUnavailable that names the timeout. With no AttemptTimeout it
+// is m.Generate(ctx, req).
+func GenerateAttempt(ctx context.Context, m Model, req Request) (*Response, error) {
+	if req.AttemptTimeout <= 0 {
+		return m.Generate(ctx, req)
+	}
+	actx, cancel := context.WithTimeout(ctx, req.AttemptTimeout)
+	defer cancel()
+	resp, err := m.Generate(actx, req)
+	if err != nil && ctx.Err() == nil && actx.Err() != nil && !errors.Is(err, ErrProviderUnavailable) {
+		return nil, &APIError{Provider: m.Name(), Message: fmt.Sprintf("attempt timed out after %s", req.AttemptTimeout), Err: err}
+	}
+	return resp, err
+}
+
 // ShouldFallback is the default fallback rule: switch to the fallback model
-// when the primary is rate limited, unavailable (5xx, network, timeout), or
+// when the primary is rate limited, unavailable (5xx, network, timeout),
 // rejects our credentials (a misconfigured primary key should not stop an
-// agent whose fallback is configured). Never on a malformed, truncated,
+// agent whose fallback is configured), or is out of quota or credit (the
+// fallback bills another account). Never on a malformed, truncated,
 // refused or empty reply (a model answered; another model is not the fix the
-// caller asked for), a bad request, or cancellation.
+// caller asked for), a bad request, a prompt too long for the context
+// window (add it with FallbackWhen when the fallback's window is larger),
+// or cancellation.
 func ShouldFallback(err error) bool {
-	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrProviderUnavailable) || errors.Is(err, ErrAuth)
+	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrProviderUnavailable) || errors.Is(err, ErrAuth) ||
+		errors.Is(err, ErrQuota)
 }
 
 // FallbackOption configures WithFallback.

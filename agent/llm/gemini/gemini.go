@@ -9,7 +9,21 @@
 // OpenAPI 3.0 subset: the schema is converted (see OpenAPISchema). System
 // messages become systemInstruction; the assistant role is sent as "model".
 // Images must be inline (Data or data: URL): the API does not fetch remote
-// URLs.
+// URLs. In both schema modes an object schema without properties gets an
+// optional placeholder property (see Placeholder), because the API rejects
+// an OBJECT with empty properties.
+//
+// Prompt caching is implicit on Gemini 2.5+ models: a request whose prefix
+// (systemInstruction, then contents) repeats a recent one is billed at the
+// cached rate, with nothing on the wire; systemInstruction is always sent
+// first. Usage reports cachedContentTokenCount as CachedTokens and
+// thoughtsTokenCount as ReasoningTokens; candidatesTokenCount excludes the
+// thoughts, so CompletionTokens is candidates + thoughts.
+//
+// Errors: a 400 whose message says the input "exceeds the maximum number of
+// tokens" is llm.ErrContextLength. Quota errors (429 RESOURCE_EXHAUSTED) stay
+// llm.ErrRateLimited: the API does not tell a billing stop from a rate limit
+// in a shape this package relies on.
 package gemini
 
 import (
@@ -148,6 +162,8 @@ type response struct {
 }
 
 func (m *Model) buildRequest(req *llm.Request) (*request, error) {
+	// systemInstruction precedes contents in the body, the order of the
+	// implicit cache's prefix.
 	out := &request{}
 	var sys []part
 	for _, msg := range req.Messages {
@@ -192,7 +208,11 @@ func (m *Model) buildRequest(req *llm.Request) (*request, error) {
 			}
 			gc.ResponseSchema = conv
 		} else {
-			gc.ResponseJSONSchema = s.JSON
+			legal, _, err := LegalSchema(s.JSON)
+			if err != nil {
+				return nil, err
+			}
+			gc.ResponseJSONSchema = legal
 		}
 	}
 	if gc.MaxOutputTokens > 0 || gc.Temperature != nil || gc.ResponseMimeType != "" {
@@ -219,7 +239,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 	h.Set("x-goog-api-key", m.cfg.APIKey)
 	raw, latency, err := wire.Do(ctx, wire.Call{
 		Provider: "gemini", Client: m.client.Client, URL: m.url, Header: h, Body: body,
-		Timeout: m.cfg.Timeout, ParseError: parseError,
+		Timeout: wire.Timeout(m.cfg.Timeout, &req), ParseError: parseError, Classify: classify,
 	})
 	if err != nil {
 		return nil, err
@@ -234,6 +254,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 		CompletionTokens: um.CandidatesTokenCount + um.ThoughtsTokenCount,
 		TotalTokens:      um.TotalTokenCount,
 		CachedTokens:     um.CachedContentTokenCount,
+		ReasoningTokens:  um.ThoughtsTokenCount,
 	}}
 	if resp.Model == "" {
 		resp.Model = m.cfg.Model
@@ -264,7 +285,17 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 	if strings.TrimSpace(resp.Content) == "" {
 		return resp, &llm.ReplyError{Provider: "gemini", Kind: llm.ErrEmptyReply, StopReason: c.FinishReason, Detail: c.FinishMessage}
 	}
+	if req.Schema != nil {
+		resp.Content = stripPlaceholder(resp.Content)
+	}
 	return wire.Finish("gemini", &req, resp)
+}
+
+// classify recognises a prompt larger than the model's input limit.
+func classify(ae *llm.APIError) {
+	if ae.Status == 400 && strings.Contains(ae.Message, "exceeds the maximum number of tokens") {
+		ae.Class = llm.ErrContextLength
+	}
 }
 
 // parseError reads {"error": {"code", "message", "status", "details"}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,10 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const agentSchema = `{"type":"object","properties":{"thinking":{"type":"string"},"memory":{"type":["string","null"]},"action":{"type":"array","items":{"type":"object","additionalProperties":false}}},"required":["thinking","action"],"additionalProperties":false}`
+
+// legalAgentSchema is agentSchema as sent: the action items' object lists no
+// properties, so it gets the placeholder.
+const legalAgentSchema = `{"type":"object","properties":{"thinking":{"type":"string"},"memory":{"type":["string","null"]},"action":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"_placeholder":{"type":"boolean","description":"Unused; always leave out."}}}}},"required":["thinking","action"],"additionalProperties":false}`
 
 func structuredReq() llm.Request {
 	temp := 0.2
@@ -108,7 +113,7 @@ func TestStructuredOutput(t *testing.T) {
 			t.Errorf("systemInstruction %s", body)
 		}
 		gc := sent.GenerationConfig
-		if string(gc["responseMimeType"]) != `"application/json"` || string(gc["responseJsonSchema"]) != agentSchema ||
+		if string(gc["responseMimeType"]) != `"application/json"` || string(gc["responseJsonSchema"]) != legalAgentSchema ||
 			gc["responseSchema"] != nil || string(gc["maxOutputTokens"]) != "2048" || string(gc["temperature"]) != "0.2" {
 			t.Errorf("generationConfig %s", body)
 		}
@@ -121,7 +126,7 @@ func TestStructuredOutput(t *testing.T) {
 	if resp.Content != `{"thinking":"t","action":[]}` || resp.StopReason != "STOP" || resp.Model != "gemini-2.5-flash-001" {
 		t.Errorf("resp %+v", resp)
 	}
-	if (resp.Usage != llm.Usage{PromptTokens: 500, CompletionTokens: 75, TotalTokens: 575, CachedTokens: 256}) {
+	if (resp.Usage != llm.Usage{PromptTokens: 500, CompletionTokens: 75, TotalTokens: 575, CachedTokens: 256, ReasoningTokens: 25}) {
 		t.Errorf("usage %+v", resp.Usage)
 	}
 }
@@ -135,7 +140,7 @@ func TestOpenAPISchemaMode(t *testing.T) {
 			} `json:"generationConfig"`
 		}
 		json.Unmarshal(body, &sent)
-		want := `{"type":"object","properties":{"thinking":{"type":"string"},"memory":{"type":"string","nullable":true},"action":{"type":"array","items":{"type":"object"}}},"required":["thinking","action"],"propertyOrdering":["thinking","memory","action"]}`
+		want := `{"type":"object","properties":{"thinking":{"type":"string"},"memory":{"type":"string","nullable":true},"action":{"type":"array","items":{"type":"object","properties":{"_placeholder":{"type":"boolean","description":"Unused; always leave out."}},"propertyOrdering":["_placeholder"]}}},"required":["thinking","action"],"propertyOrdering":["thinking","memory","action"]}`
 		if string(sent.GenerationConfig.ResponseSchema) != want || sent.GenerationConfig.ResponseJSONSchema != nil {
 			t.Errorf("responseSchema\n got %s\nwant %s", sent.GenerationConfig.ResponseSchema, want)
 		}
@@ -243,4 +248,102 @@ func TestMissingKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.CloseIdleConnections()
+}
+
+// emptyObjects returns the JSON paths of the OBJECT schemas without
+// properties, the shape the API rejects with "should be non-empty for
+// OBJECT type" in responseSchema and responseJsonSchema alike.
+func emptyObjects(v any, path string, out *[]string) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		if a, ok := v.([]any); ok {
+			for i, x := range a {
+				emptyObjects(x, fmt.Sprintf("%s[%d]", path, i), out)
+			}
+		}
+		return
+	}
+	t := m["type"]
+	if tl, ok := t.([]any); ok && len(tl) > 0 {
+		t = tl[0]
+	}
+	if p, _ := m["properties"].(map[string]any); strings.EqualFold(fmt.Sprint(t), "object") && len(p) == 0 {
+		*out = append(*out, path)
+	}
+	for k, x := range m {
+		if k == "properties" {
+			if p, ok := x.(map[string]any); ok {
+				for pk, pv := range p {
+					emptyObjects(pv, fmt.Sprintf("%s.properties[%q]", path, pk), out)
+				}
+			}
+			continue
+		}
+		emptyObjects(x, path+"."+k, out)
+	}
+}
+
+// A parameterless action (go_back) and a Loose free-form object are legal
+// in both schema modes, and a reply that writes the placeholder has it
+// removed.
+func TestNoEmptyObjectSchemaInEitherMode(t *testing.T) {
+	const schema = `{"type":"object","properties":{"thinking":{"type":"string"},"action":{"type":"array","items":{"anyOf":[` +
+		`{"type":"object","properties":{"go_back":{"type":"object","properties":{},"additionalProperties":false}},"required":["go_back"],"additionalProperties":false},` +
+		`{"type":"object","properties":{"click":{"type":"object","properties":{"index":{"type":"integer"}},"required":["index"],"additionalProperties":false}},"required":["click"],"additionalProperties":false},` +
+		`{"type":"object","properties":{"done":{"type":"object","properties":{"data":{"type":"object"},"labels":{"type":"object","additionalProperties":{"type":"string"}}},"required":["data"]}},"required":["done"]}` +
+		`]}}},"required":["thinking","action"]}`
+	for _, openAPI := range []bool{false, true} {
+		field := map[bool]string{false: "responseJsonSchema", true: "responseSchema"}[openAPI]
+		t.Run(field, func(t *testing.T) {
+			s := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, body []byte) {
+				var sent struct {
+					GenerationConfig map[string]any `json:"generationConfig"`
+				}
+				if err := json.Unmarshal(body, &sent); err != nil {
+					t.Fatal(err)
+				}
+				sch, ok := sent.GenerationConfig[field]
+				if !ok {
+					t.Fatalf("no %s in %s", field, body)
+				}
+				var bad []string
+				emptyObjects(sch, "", &bad)
+				if len(bad) > 0 {
+					msg, _ := json.Marshal("* GenerateContentRequest.generation_config.response_schema" + bad[0] + ".properties: should be non-empty for OBJECT type\n")
+					w.WriteHeader(400)
+					fmt.Fprintf(w, `{"error":{"code":400,"message":%s,"status":"INVALID_ARGUMENT"}}`, msg)
+					return
+				}
+				io.WriteString(w, reply(text(`{"thinking":"back","action":[{"go_back":{"_placeholder":false}},{"done":{"data":{"_placeholder":true,"x":1}}}]}`), "STOP"))
+			})
+			r := structuredReq()
+			r.Schema = &llm.Schema{Name: "agent_output", JSON: json.RawMessage(schema), Loose: true}
+			resp, err := newModel(t, s, openAPI).Generate(context.Background(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Content != `{"thinking":"back","action":[{"go_back":{}},{"done":{"data":{"x":1}}}]}` {
+				t.Errorf("content %s", resp.Content)
+			}
+		})
+	}
+	// A schema with nothing to fix is sent byte for byte.
+	const plain = `{"type":"object","properties":{"a":{"type":"string"}}}`
+	if got, changed, err := gemini.LegalSchema(json.RawMessage(plain)); err != nil || changed || string(got) != plain {
+		t.Errorf("LegalSchema(plain) = %s %v %v", got, changed, err)
+	}
+}
+
+func TestContextLengthNotRetried(t *testing.T) {
+	s := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, _ []byte) {
+		w.WriteHeader(400)
+		io.WriteString(w, `{"error":{"code":400,"message":"The input token count (1290000) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}`)
+	})
+	m := llm.WithRetry(newModel(t, s, false), llm.RetryPolicy{BaseDelay: time.Millisecond})
+	_, err := m.Generate(context.Background(), structuredReq())
+	var ae *llm.APIError
+	if !errors.Is(err, llm.ErrContextLength) || errors.Is(err, llm.ErrBadRequest) || !errors.As(err, &ae) || ae.Status != 400 ||
+		llm.ShouldFallback(err) || s.hits.Load() != 1 {
+		t.Fatalf("err = %v, hits = %d", err, s.hits.Load())
+	}
 }

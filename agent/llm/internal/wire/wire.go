@@ -34,6 +34,18 @@ type Call struct {
 	// reported as ctx.Err().
 	Timeout    time.Duration
 	ParseError ErrorParser
+	// Classify, when set, sees every non-2xx *llm.APIError after parsing
+	// and may set its Class (quota, context length) from Code and Message.
+	Classify func(*llm.APIError)
+}
+
+// Timeout returns the attempt timeout for a request: the provider's
+// configured one, or the request's AttemptTimeout when that is shorter.
+func Timeout(configured time.Duration, req *llm.Request) time.Duration {
+	if req.AttemptTimeout > 0 && (configured <= 0 || req.AttemptTimeout < configured) {
+		return req.AttemptTimeout
+	}
+	return configured
 }
 
 // Do performs the call and returns the 2xx body and the exchange's latency.
@@ -60,13 +72,13 @@ func Do(ctx context.Context, c Call) ([]byte, time.Duration, error) {
 	start := time.Now()
 	res, err := c.Client.Do(hreq)
 	if err != nil {
-		return nil, 0, transportErr(ctx, c.Provider, err)
+		return nil, 0, transportErr(ctx, actx, c, err)
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, MaxBody+1))
 	latency := time.Since(start)
 	if err != nil {
-		return nil, 0, transportErr(ctx, c.Provider, err)
+		return nil, 0, transportErr(ctx, actx, c, err)
 	}
 	if len(body) > MaxBody {
 		return nil, 0, &llm.APIError{Provider: c.Provider, Message: fmt.Sprintf("response body exceeds %d bytes", MaxBody)}
@@ -81,6 +93,9 @@ func Do(ctx context.Context, c Call) ([]byte, time.Duration, error) {
 		}
 		if ra := retryAfter(res.Header); ra > 0 {
 			ae.RetryAfter = ra
+		}
+		if c.Classify != nil {
+			c.Classify(ae)
 		}
 		return nil, latency, ae
 	}
@@ -98,11 +113,14 @@ func retryAfter(h http.Header) time.Duration {
 	return llm.ParseRetryAfter(h.Get("Retry-After"), time.Now())
 }
 
-func transportErr(ctx context.Context, provider string, err error) error {
+func transportErr(ctx, actx context.Context, c Call, err error) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("%s: %w", provider, ctx.Err())
+		return fmt.Errorf("%s: %w", c.Provider, ctx.Err())
 	}
-	return &llm.APIError{Provider: provider, Message: err.Error(), Err: err}
+	if actx.Err() != nil {
+		return &llm.APIError{Provider: c.Provider, Message: fmt.Sprintf("no answer within the attempt timeout of %s", c.Timeout), Err: err}
+	}
+	return &llm.APIError{Provider: c.Provider, Message: err.Error(), Err: err}
 }
 
 // Envelope reports a 2xx body that does not decode as the provider's
