@@ -5,8 +5,27 @@
 // tools[{name, description, input_schema}] with tool_choice {type: "tool",
 // name}, and the reply is the tool_use block's input, re-encoded as JSON
 // text in Response.Content. The schema is sent unchanged (input_schema is
-// plain JSON Schema; its root must be an object). System messages are joined
-// into the top-level "system" string.
+// plain JSON Schema; its root must be an object). System messages become the
+// top-level "system" array of text blocks, one per part.
+//
+// Prompt caching: a part with llm.Part.CacheBreakpoint gets
+// cache_control {"type": "ephemeral"} on its block (system, user or
+// assistant). When the request marks no part, the last system block is
+// marked, so that the tools and the system prompt, which precede it in the
+// cache prefix (tools, system, messages), are cached. The API accepts at
+// most 4 breakpoints; the last 4 are kept. Config.DisableCache sends none.
+// A prefix shorter than the model's minimum (1,024 or more tokens) is not
+// cached and costs nothing extra. Usage: input_tokens excludes cache reads
+// and writes, so PromptTokens is input_tokens + cache_read_input_tokens +
+// cache_creation_input_tokens, CachedTokens the reads and CacheWriteTokens
+// the writes.
+//
+// max_tokens, which the API requires, comes from MaxOutputTokens (the
+// model's known output limit) unless the request or Config sets it; for a
+// known model a larger value is capped at that limit.
+//
+// Errors: a 400 "credit balance is too low" is llm.ErrQuota; a 400 "prompt
+// is too long" is llm.ErrContextLength.
 package anthropic
 
 import (
@@ -15,6 +34,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,10 +61,73 @@ type Config struct {
 	// Timeout bounds one HTTP attempt; default 90s.
 	Timeout time.Duration
 	// MaxTokens is sent when the request has none (the API requires it);
-	// default 8192.
+	// default MaxOutputTokens(Model). For a model in the table, either is
+	// capped at its limit (the API rejects a larger max_tokens).
 	MaxTokens int
 	// Header holds extra headers (e.g. anthropic-beta).
 	Header http.Header
+	// DisableCache sends no cache_control marker.
+	DisableCache bool
+}
+
+// DefaultMaxOutputTokens is the output limit assumed for a model that
+// MaxOutputTokens does not know: the smallest limit of the current Claude
+// families (Claude 3.5), which every newer model accepts.
+const DefaultMaxOutputTokens = 8192
+
+// outputLimits are the models' maximum output tokens, by model-name prefix,
+// longest prefix first (Anthropic's models overview; the 3.7 Sonnet's 128k
+// needs a beta header and is not assumed).
+var outputLimits = []struct {
+	prefix string
+	limit  int
+}{
+	{"claude-opus-4-5", 64000},
+	{"claude-opus-4-1", 32000},
+	{"claude-opus-4", 32000},
+	{"claude-sonnet-4-5", 64000},
+	{"claude-sonnet-4", 64000},
+	{"claude-haiku-4-5", 64000},
+	{"claude-3-7-sonnet", 64000},
+	{"claude-3-5-sonnet", 8192},
+	{"claude-3-5-haiku", 8192},
+	{"claude-3-opus", 4096},
+	{"claude-3-sonnet", 4096},
+	{"claude-3-haiku", 4096},
+}
+
+// MaxOutputTokens returns the known output limit of a Claude model by its
+// name's prefix (so "claude-sonnet-4-5-20250929" and its alias agree, and
+// a later point release inherits its family's limit), or
+// DefaultMaxOutputTokens for an unknown name.
+func MaxOutputTokens(model string) int {
+	n, _ := knownLimit(model)
+	return n
+}
+
+func knownLimit(model string) (int, bool) {
+	for _, l := range outputLimits {
+		if strings.HasPrefix(model, l.prefix) {
+			return l.limit, true
+		}
+	}
+	return DefaultMaxOutputTokens, false
+}
+
+// maxTokens is the max_tokens sent: the request's, else the Config's, else
+// the model's limit; capped at the limit when the model is known (an
+// unknown model's own limit may be larger than the default, so an explicit
+// value passes).
+func (m *Model) maxTokens(req int) int {
+	limit, known := knownLimit(m.cfg.Model)
+	n := req
+	if n <= 0 {
+		n = m.cfg.MaxTokens
+	}
+	if n <= 0 || (known && n > limit) {
+		n = limit
+	}
+	return n
 }
 
 // Model talks to one Anthropic model. Safe for concurrent use.
@@ -76,9 +159,6 @@ func New(cfg Config) (*Model, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 90 * time.Second
 	}
-	if cfg.MaxTokens <= 0 {
-		cfg.MaxTokens = 8192
-	}
 	m := &Model{cfg: cfg, url: cfg.BaseURL + "/v1/messages", client: wire.OwnClient(cfg.HTTPClient)}
 	return m, nil
 }
@@ -98,10 +178,15 @@ type source struct {
 	URL       string `json:"url,omitempty"`
 }
 
+type cacheControl struct {
+	Type string `json:"type"`
+}
+
 type block struct {
-	Type   string  `json:"type"`
-	Text   string  `json:"text,omitempty"`
-	Source *source `json:"source,omitempty"`
+	Type         string        `json:"type"`
+	Text         string        `json:"text,omitempty"`
+	Source       *source       `json:"source,omitempty"`
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
 }
 
 type message struct {
@@ -123,7 +208,7 @@ type toolChoice struct {
 type request struct {
 	Model       string      `json:"model"`
 	MaxTokens   int         `json:"max_tokens"`
-	System      string      `json:"system,omitempty"`
+	System      []block     `json:"system,omitempty"`
 	Messages    []message   `json:"messages"`
 	Tools       []tool      `json:"tools,omitempty"`
 	ToolChoice  *toolChoice `json:"tool_choice,omitempty"`
@@ -147,15 +232,35 @@ type response struct {
 	} `json:"usage"`
 }
 
+// maxBreakpoints is the API's limit on cache_control markers per request.
+const maxBreakpoints = 4
+
 func (m *Model) buildRequest(req *llm.Request) (*request, string, error) {
-	out := &request{Model: m.cfg.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature}
-	if out.MaxTokens <= 0 {
-		out.MaxTokens = m.cfg.MaxTokens
+	out := &request{Model: m.cfg.Model, MaxTokens: m.maxTokens(req.MaxTokens), Temperature: req.Temperature}
+	// marks points at the blocks with a breakpoint, in prefix order
+	// (system first, then the messages).
+	var marks []*block
+	type ref struct{ msg, blk int } // msg -1: system
+	var refs []ref
+	for _, msg := range req.Messages {
+		if msg.Role != llm.RoleSystem {
+			continue
+		}
+		for _, p := range msg.Parts {
+			if p.Text == "" {
+				if p.CacheBreakpoint && len(out.System) > 0 {
+					refs = append(refs, ref{-1, len(out.System) - 1})
+				}
+				continue
+			}
+			out.System = append(out.System, block{Type: "text", Text: p.Text})
+			if p.CacheBreakpoint {
+				refs = append(refs, ref{-1, len(out.System) - 1})
+			}
+		}
 	}
-	var system []string
 	for _, msg := range req.Messages {
 		if msg.Role == llm.RoleSystem {
-			system = append(system, msg.TextContent())
 			continue
 		}
 		blocks := make([]block, 0, len(msg.Parts))
@@ -163,6 +268,9 @@ func (m *Model) buildRequest(req *llm.Request) (*request, string, error) {
 			if p.Image == nil {
 				if p.Text != "" { // the API rejects empty text blocks
 					blocks = append(blocks, block{Type: "text", Text: p.Text})
+				}
+				if p.CacheBreakpoint && len(blocks) > 0 {
+					refs = append(refs, ref{len(out.Messages), len(blocks) - 1})
 				}
 				continue
 			}
@@ -175,6 +283,9 @@ func (m *Model) buildRequest(req *llm.Request) (*request, string, error) {
 				src = &source{Type: "base64", MediaType: mt, Data: encode(data)}
 			}
 			blocks = append(blocks, block{Type: "image", Source: src})
+			if p.CacheBreakpoint {
+				refs = append(refs, ref{len(out.Messages), len(blocks) - 1})
+			}
 		}
 		if len(blocks) == 0 {
 			return nil, "", fmt.Errorf("%w: %s message with only empty text", llm.ErrBadRequest, msg.Role)
@@ -184,7 +295,25 @@ func (m *Model) buildRequest(req *llm.Request) (*request, string, error) {
 	if len(out.Messages) == 0 {
 		return nil, "", fmt.Errorf("%w: no user or assistant message", llm.ErrBadRequest)
 	}
-	out.System = strings.Join(system, "\n\n")
+	if !m.cfg.DisableCache {
+		if len(refs) == 0 && len(out.System) > 0 {
+			refs = append(refs, ref{-1, len(out.System) - 1})
+		}
+		for _, r := range refs {
+			if r.msg < 0 {
+				marks = append(marks, &out.System[r.blk])
+			} else {
+				marks = append(marks, &out.Messages[r.msg].Content[r.blk])
+			}
+		}
+		marks = slices.Compact(marks) // an empty part's mark may repeat its predecessor's
+		if len(marks) > maxBreakpoints {
+			marks = marks[len(marks)-maxBreakpoints:]
+		}
+		for _, b := range marks {
+			b.CacheControl = &cacheControl{Type: "ephemeral"}
+		}
+	}
 	var toolName string
 	if s := req.Schema; s != nil {
 		toolName = s.ToolName()
@@ -219,7 +348,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 	h.Set("anthropic-version", APIVersion)
 	raw, latency, err := wire.Do(ctx, wire.Call{
 		Provider: "anthropic", Client: m.client.Client, URL: m.url, Header: h, Body: body,
-		Timeout: m.cfg.Timeout, ParseError: parseError,
+		Timeout: wire.Timeout(m.cfg.Timeout, &req), ParseError: parseError, Classify: classify,
 	})
 	if err != nil {
 		return nil, err
@@ -239,6 +368,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 		PromptTokens:     u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
 		CompletionTokens: u.OutputTokens,
 		CachedTokens:     u.CacheReadInputTokens,
+		CacheWriteTokens: u.CacheCreationInputTokens,
 	}
 	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
 	var text []string
@@ -267,6 +397,18 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 		return resp, &llm.ReplyError{Provider: "anthropic", Kind: llm.ErrEmptyReply, StopReason: r.StopReason}
 	}
 	return wire.Finish("anthropic", &req, resp)
+}
+
+// classify recognises billing and context-length errors, both sent as 400
+// invalid_request_error and told apart by their message.
+func classify(ae *llm.APIError) {
+	msg := strings.ToLower(ae.Message)
+	switch {
+	case strings.Contains(msg, "credit balance is too low"):
+		ae.Class = llm.ErrQuota
+	case ae.Status == 400 && strings.Contains(msg, "prompt is too long"):
+		ae.Class = llm.ErrContextLength
+	}
 }
 
 // parseError reads {"type": "error", "error": {"type", "message"}}.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -78,8 +79,12 @@ func TestStructuredOutputViaForcedTool(t *testing.T) {
 		var sent struct {
 			Model     string `json:"model"`
 			MaxTokens int    `json:"max_tokens"`
-			System    string `json:"system"`
-			Messages  []struct {
+			System    []struct {
+				Type         string          `json:"type"`
+				Text         string          `json:"text"`
+				CacheControl json.RawMessage `json:"cache_control"`
+			} `json:"system"`
+			Messages []struct {
 				Role    string `json:"role"`
 				Content []struct {
 					Type   string `json:"type"`
@@ -104,7 +109,9 @@ func TestStructuredOutputViaForcedTool(t *testing.T) {
 		if err := json.Unmarshal(body, &sent); err != nil {
 			t.Fatal(err)
 		}
-		if sent.Model != "claude-sonnet-4-5" || sent.MaxTokens != 8192 || sent.System != "You are a browser agent." {
+		// No part marks a breakpoint: the system block gets the default one.
+		if sent.Model != "claude-sonnet-4-5" || sent.MaxTokens != 64000 || len(sent.System) != 1 || sent.System[0].Type != "text" ||
+			sent.System[0].Text != "You are a browser agent." || string(sent.System[0].CacheControl) != `{"type":"ephemeral"}` {
 			t.Errorf("sent %s", body)
 		}
 		if len(sent.Messages) != 3 || sent.Messages[0].Role != "user" || sent.Messages[1].Role != "assistant" {
@@ -260,4 +267,194 @@ func TestMissingKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.CloseIdleConnections()
+}
+
+// cacheMarks returns, for each block of the sent body that carries
+// cache_control, "system[i]" or "messages[i][j]", checking the marker's
+// shape, and fails the request with the API's own error when there are
+// more than four, as the API does.
+func cacheMarks(t *testing.T, body []byte) []string {
+	t.Helper()
+	var sent struct {
+		System []struct {
+			CacheControl *struct {
+				Type string `json:"type"`
+			} `json:"cache_control"`
+		} `json:"system"`
+		Messages []struct {
+			Content []struct {
+				Type         string `json:"type"`
+				CacheControl *struct {
+					Type string `json:"type"`
+				} `json:"cache_control"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &sent); err != nil {
+		t.Fatal(err)
+	}
+	var marks []string
+	for i, b := range sent.System {
+		if b.CacheControl != nil {
+			if b.CacheControl.Type != "ephemeral" {
+				t.Errorf("cache_control %s", body)
+			}
+			marks = append(marks, fmt.Sprintf("system[%d]", i))
+		}
+	}
+	for i, m := range sent.Messages {
+		for j, b := range m.Content {
+			if b.CacheControl != nil {
+				if b.CacheControl.Type != "ephemeral" {
+					t.Errorf("cache_control %s", body)
+				}
+				marks = append(marks, fmt.Sprintf("messages[%d][%d]", i, j))
+			}
+		}
+	}
+	return marks
+}
+
+func TestCacheBreakpoints(t *testing.T) {
+	sys := llm.Message{Role: llm.RoleSystem, Parts: []llm.Part{{Text: "You are a browser agent.", CacheBreakpoint: true}}}
+	bp := func(s string) llm.Part { return llm.Part{Text: s, CacheBreakpoint: true} }
+	cases := []struct {
+		name    string
+		msgs    []llm.Message
+		disable bool
+		want    string
+	}{
+		{"system and state", []llm.Message{sys, llm.UserMessage(bp("<task>sign in</task>"), llm.Text("[3]<button />"))}, false, "system[0] messages[0][0]"},
+		{"default on the system", []llm.Message{llm.SystemMessage("a"), llm.SystemMessage("b"), llm.UserMessage(llm.Text("x"))}, false, "system[1]"},
+		{"no system, no mark", []llm.Message{llm.UserMessage(llm.Text("x"))}, false, ""},
+		{"image block", []llm.Message{sys, llm.UserMessage(llm.Text("see"), llm.Part{Image: &llm.Image{MediaType: "image/png", Data: []byte("P")}, CacheBreakpoint: true})}, false, "system[0] messages[0][1]"},
+		{"empty part marks its predecessor", []llm.Message{sys, llm.UserMessage(llm.Text("x"), bp(""))}, false, "system[0] messages[0][0]"},
+		{"at most four, the last ones", []llm.Message{sys, llm.UserMessage(bp("1")), llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{bp("2")}},
+			llm.UserMessage(bp("3")), llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{bp("4")}}, llm.UserMessage(bp("5"))}, false,
+			"messages[1][0] messages[2][0] messages[3][0] messages[4][0]"},
+		{"disabled", []llm.Message{sys, llm.UserMessage(bp("x"))}, true, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, body []byte) {
+				marks := cacheMarks(t, body)
+				if len(marks) > 4 {
+					w.WriteHeader(400)
+					io.WriteString(w, `{"type":"error","error":{"type":"invalid_request_error","message":"A maximum of 4 blocks with cache_control may be provided. Found 5."}}`)
+					return
+				}
+				if got := strings.Join(marks, " "); got != c.want {
+					t.Errorf("marks %q, want %q in %s", got, c.want, body)
+				}
+				io.WriteString(w, message([]map[string]any{{"type": "text", "text": "ok"}}, "end_turn"))
+			})
+			m, err := anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5", APIKey: "k", BaseURL: s.URL, HTTPClient: s.Client(), DisableCache: c.disable})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.Generate(context.Background(), llm.Request{Messages: c.msgs}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A cache write then a cache read, with the usage bodies the API sends.
+func TestCacheUsage(t *testing.T) {
+	usage := []string{
+		`{"input_tokens":412,"cache_creation_input_tokens":2610,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":2610,"ephemeral_1h_input_tokens":0},"output_tokens":96,"service_tier":"standard"}`,
+		`{"input_tokens":437,"cache_creation_input_tokens":0,"cache_read_input_tokens":2610,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens":88,"service_tier":"standard"}`,
+	}
+	s := newServer(t, func(n int, w http.ResponseWriter, _ *http.Request, _ []byte) {
+		fmt.Fprintf(w, `{"id":"msg_0%d","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"tool_use","id":"toolu_1","name":"agent_output","input":{"thinking":"t","action":[]}}],"stop_reason":"tool_use","stop_sequence":null,"usage":%s}`, n, usage[n-1])
+	})
+	m := newModel(t, s)
+	want := []llm.Usage{
+		{PromptTokens: 3022, CompletionTokens: 96, TotalTokens: 3118, CacheWriteTokens: 2610},
+		{PromptTokens: 3047, CompletionTokens: 88, TotalTokens: 3135, CachedTokens: 2610},
+	}
+	for i, w := range want {
+		resp, err := m.Generate(context.Background(), structuredReq())
+		if err != nil || resp.Usage != w {
+			t.Fatalf("call %d: %+v %v", i+1, resp, err)
+		}
+	}
+}
+
+func TestMaxTokensFromModelLimit(t *testing.T) {
+	cases := []struct {
+		model     string
+		cfg, req  int
+		wantLimit int
+	}{
+		{"claude-opus-4-5-20251101", 0, 0, 64000},
+		{"claude-opus-4-1", 0, 0, 32000},
+		{"claude-opus-4-20250514", 0, 0, 32000},
+		{"claude-sonnet-4-5", 0, 0, 64000},
+		{"claude-sonnet-4-20250514", 0, 0, 64000},
+		{"claude-3-7-sonnet-latest", 0, 0, 64000},
+		{"claude-haiku-4-5", 0, 0, 64000},
+		{"claude-3-5-haiku-20241022", 0, 0, 8192},
+		{"claude-3-5-sonnet-20241022", 0, 0, 8192},
+		{"claude-3-haiku-20240307", 0, 0, 4096},
+		{"claude-3-opus-20240229", 0, 0, 4096},
+		{"claude-unknown-9", 0, 0, anthropic.DefaultMaxOutputTokens},
+		{"claude-sonnet-4-5", 0, 1000, 1000},        // the request wins
+		{"claude-sonnet-4-5", 2000, 0, 2000},        // then the Config
+		{"claude-sonnet-4-5", 2000, 1000, 1000},     // the request over the Config
+		{"claude-3-5-haiku-latest", 0, 20000, 8192}, // capped at a known limit
+		{"claude-3-haiku-20240307", 10000, 0, 4096}, // the Config too
+		{"claude-unknown-9", 0, 20000, 20000},       // an unknown model's limit is not guessed
+		{"claude-unknown-9", 30000, 0, 30000},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s/%d/%d", c.model, c.cfg, c.req), func(t *testing.T) {
+			s := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, body []byte) {
+				var sent struct {
+					MaxTokens int `json:"max_tokens"`
+				}
+				json.Unmarshal(body, &sent)
+				if sent.MaxTokens != c.wantLimit {
+					t.Errorf("max_tokens %d, want %d", sent.MaxTokens, c.wantLimit)
+				}
+				io.WriteString(w, message([]map[string]any{{"type": "text", "text": "ok"}}, "end_turn"))
+			})
+			m, err := anthropic.New(anthropic.Config{Model: c.model, APIKey: "k", BaseURL: s.URL, HTTPClient: s.Client(), MaxTokens: c.cfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := llm.Request{Messages: []llm.Message{llm.UserMessage(llm.Text("hi"))}, MaxTokens: c.req}
+			if _, err := m.Generate(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestBillingAndContextErrorsNotRetried(t *testing.T) {
+	cases := []struct {
+		name, msg string
+		want      error
+	}{
+		{"credit", "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.", llm.ErrQuota},
+		{"too long", "prompt is too long: 215002 tokens > 200000 maximum", llm.ErrContextLength},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, _ []byte) {
+				w.WriteHeader(400)
+				b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": c.msg}, "request_id": "req_011"})
+				w.Write(b)
+			})
+			m := llm.WithRetry(newModel(t, s), llm.RetryPolicy{BaseDelay: time.Millisecond})
+			_, err := m.Generate(context.Background(), structuredReq())
+			var ae *llm.APIError
+			if !errors.Is(err, c.want) || errors.Is(err, llm.ErrBadRequest) || !errors.As(err, &ae) || ae.Message != c.msg || s.hits.Load() != 1 {
+				t.Fatalf("err = %v hits = %d", err, s.hits.Load())
+			}
+			if llm.ShouldFallback(err) != (c.want == llm.ErrQuota) {
+				t.Errorf("ShouldFallback = %v", llm.ShouldFallback(err))
+			}
+		})
+	}
 }
