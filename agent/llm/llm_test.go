@@ -113,6 +113,23 @@ func TestAPIErrorKinds(t *testing.T) {
 			}
 		}
 	}
+	classed := []struct {
+		err  error
+		want error
+	}{
+		{&llm.APIError{Status: 402}, llm.ErrQuota},
+		{&llm.APIError{Status: 429, Class: llm.ErrQuota}, llm.ErrQuota},
+		{&llm.APIError{Status: 400, Class: llm.ErrContextLength}, llm.ErrContextLength},
+		{&llm.ContextLengthError{Provider: "ollama", Window: 4096, Estimated: 5000}, llm.ErrContextLength},
+		{&llm.SchemaError{Provider: "openai", Schema: "s", Path: "$.properties.x", Reason: "free-form"}, llm.ErrBadRequest},
+	}
+	for _, c := range classed {
+		for _, s := range append(all, llm.ErrQuota, llm.ErrContextLength) {
+			if got := errors.Is(c.err, s); got != (s == c.want) {
+				t.Errorf("%v: errors.Is(%v) = %v", c.err, s, got)
+			}
+		}
+	}
 	if d := llm.ParseRetryAfter("2", time.Now()); d != 2*time.Second {
 		t.Errorf("Retry-After 2 = %v", d)
 	}
@@ -173,6 +190,9 @@ func TestRetry(t *testing.T) {
 	for name, e := range map[string]error{
 		"bad request": &llm.APIError{Status: 400},
 		"auth":        &llm.APIError{Status: 401},
+		"quota":       &llm.APIError{Status: 429, Class: llm.ErrQuota},
+		"credits":     &llm.APIError{Status: 402},
+		"context":     &llm.APIError{Status: 400, Class: llm.ErrContextLength},
 		"malformed":   &llm.ParseError{Offset: -1},
 		"truncated":   &llm.ReplyError{Kind: llm.ErrTruncated},
 	} {
@@ -214,6 +234,70 @@ func TestRetry(t *testing.T) {
 	})
 }
 
+// ctxModel answers after f, which sees the attempt's context; like the
+// scripted model it knows nothing of Request.AttemptTimeout.
+type ctxModel struct {
+	calls atomic.Int32
+	f     func(ctx context.Context, n int) (*llm.Response, error)
+}
+
+func (m *ctxModel) Name() string { return "ctx" }
+func (m *ctxModel) Generate(ctx context.Context, _ llm.Request) (*llm.Response, error) {
+	return m.f(ctx, int(m.calls.Add(1)))
+}
+
+func TestAttemptTimeout(t *testing.T) {
+	const attempt = 200 * time.Millisecond
+	policy := llm.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}
+	r := req
+	r.AttemptTimeout = attempt
+	t.Run("a stalled first attempt leaves time for the second", func(t *testing.T) {
+		m := &ctxModel{f: func(ctx context.Context, n int) (*llm.Response, error) {
+			if n == 1 {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return &llm.Response{Content: "ok"}, nil
+		}}
+		// One overall bound of two attempts: under the old single timeout
+		// the first attempt would have used it all.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*attempt)
+		defer cancel()
+		start := time.Now()
+		resp, err := llm.WithRetry(m, policy).Generate(ctx, r)
+		if err != nil || resp.Content != "ok" || m.calls.Load() != 2 {
+			t.Fatalf("%v %v calls %d", resp, err, m.calls.Load())
+		}
+		if d := time.Since(start); d < attempt {
+			t.Errorf("the first attempt ended after %s", d)
+		}
+	})
+	t.Run("every attempt stalls", func(t *testing.T) {
+		m := &ctxModel{f: func(ctx context.Context, _ int) (*llm.Response, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}}
+		_, err := llm.WithRetry(m, llm.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond}).Generate(context.Background(), r)
+		var ae *llm.APIError
+		if !errors.Is(err, llm.ErrProviderUnavailable) || !errors.As(err, &ae) || !strings.Contains(err.Error(), "attempt timed out after 200ms") ||
+			!errors.Is(err, context.DeadlineExceeded) || m.calls.Load() != 2 {
+			t.Fatalf("err = %v calls %d", err, m.calls.Load())
+		}
+	})
+	t.Run("the caller's deadline is not an attempt timeout", func(t *testing.T) {
+		m := &ctxModel{f: func(ctx context.Context, _ int) (*llm.Response, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}}
+		ctx, cancel := context.WithTimeout(context.Background(), attempt/4)
+		defer cancel()
+		_, err := llm.WithRetry(m, policy).Generate(ctx, r)
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, llm.ErrProviderUnavailable) || m.calls.Load() != 1 {
+			t.Fatalf("err = %v calls %d", err, m.calls.Load())
+		}
+	})
+}
+
 func TestFallback(t *testing.T) {
 	okFallback := func() *funcModel {
 		return &funcModel{name: "fb", f: func(int) (*llm.Response, error) { return &llm.Response{Content: "{}", Model: "fb"}, nil }}
@@ -227,6 +311,9 @@ func TestFallback(t *testing.T) {
 		"network":       {&llm.APIError{Err: errors.New("connection refused")}, true},
 		"auth":          {&llm.MissingKeyError{Provider: "p", EnvVars: []string{"K"}}, true},
 		"bad request":   {&llm.APIError{Status: 400}, false},
+		"quota":         {&llm.APIError{Status: 429, Code: "insufficient_quota", Class: llm.ErrQuota}, true},
+		"context":       {&llm.APIError{Status: 400, Class: llm.ErrContextLength}, false},
+		"local context": {&llm.ContextLengthError{Provider: "ollama", Window: 4096, Estimated: 5000}, false},
 		"malformed":     {&llm.ParseError{Offset: -1, Err: errors.New("x")}, false},
 		"truncated":     {&llm.ReplyError{Kind: llm.ErrTruncated}, false},
 		"refused":       {&llm.ReplyError{Kind: llm.ErrRefused}, false},

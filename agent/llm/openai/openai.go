@@ -7,13 +7,32 @@
 // object to set additionalProperties:false and to list all its properties as
 // required, so the schema is adapted (StrictSchema): optional properties
 // become required-but-nullable, key order is preserved. A schema strict mode
-// cannot express (an object whose additionalProperties is a schema) is sent
-// unchanged with strict:false.
+// cannot express (a free-form object: no listed properties, or
+// additionalProperties true or a schema) is refused before sending with a
+// *llm.SchemaError naming the path, unless the llm.Schema is Loose (then it
+// is sent unchanged with strict:false) or Config.NonStrict is set.
+//
+// Prompt caching is automatic on OpenAI's side for a prompt prefix of 1,024
+// tokens or more; Request.CacheKey is sent as prompt_cache_key to OpenAI's
+// own API only (see Config.SendCacheKey). Usage reports
+// prompt_tokens_details.cached_tokens as CachedTokens and
+// completion_tokens_details.reasoning_tokens as ReasoningTokens.
+//
+// Errors: a 429 whose type or code is insufficient_quota is llm.ErrQuota
+// (billing, not retried), HTTP 402 (OpenRouter's "insufficient credits") is
+// llm.ErrQuota, and a 4xx with code context_length_exceeded or a message
+// naming the "maximum context length" (OpenAI, vLLM, OpenRouter) is
+// llm.ErrContextLength.
+//
+// Servers that truncate an oversized prompt instead of rejecting it (Ollama
+// answers 200 with the prompt cut to its num_ctx) are guarded by
+// Config.ContextWindow.
 package openai
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -52,6 +71,22 @@ type Config struct {
 	LegacyMaxTokens bool
 	// Header holds extra request headers (e.g. OpenRouter's HTTP-Referer).
 	Header http.Header
+	// SendCacheKey sends Request.CacheKey as "prompt_cache_key" to a server
+	// other than OpenAI's. It is always sent to DefaultBaseURL and never
+	// elsewhere by default: OpenAI-compatible servers differ in how they
+	// treat unknown fields, and a strict one rejects the request.
+	SendCacheKey bool
+	// ContextWindow, when positive, is the server's context size in tokens,
+	// for servers that truncate an oversized prompt silently (Ollama). A
+	// request whose estimated prompt (EstimateTokens) exceeds it is refused
+	// before sending, and a reply whose usage.prompt_tokens reaches the
+	// window, or is less than half the estimate, is reported as truncated;
+	// both are a *llm.ContextLengthError (llm.ErrContextLength). 0 checks
+	// nothing (the API reports oversized prompts itself).
+	ContextWindow int
+	// ContextHint ends a *llm.ContextLengthError's message: how to raise
+	// the window on this server.
+	ContextHint string
 }
 
 // Model talks to one model of an OpenAI-compatible server. It is safe for
@@ -135,6 +170,7 @@ type request struct {
 	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
 	MaxTokens           int             `json:"max_tokens,omitempty"`
 	Temperature         *float64        `json:"temperature,omitempty"`
+	PromptCacheKey      string          `json:"prompt_cache_key,omitempty"`
 }
 
 type apiError struct {
@@ -159,12 +195,18 @@ type response struct {
 		PromptTokensDetails *struct {
 			CachedTokens int `json:"cached_tokens"`
 		} `json:"prompt_tokens_details"`
+		CompletionTokensDetails *struct {
+			ReasoningTokens int `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
 	} `json:"usage"`
 	Error *apiError `json:"error"` // OpenRouter reports some upstream errors in a 200
 }
 
 func (m *Model) buildRequest(req *llm.Request) (*request, error) {
 	out := &request{Model: m.cfg.Model, Temperature: req.Temperature}
+	if req.CacheKey != "" && (m.cfg.SendCacheKey || m.cfg.BaseURL == DefaultBaseURL) {
+		out.PromptCacheKey = req.CacheKey
+	}
 	if m.cfg.LegacyMaxTokens {
 		out.MaxTokens = req.MaxTokens
 	} else {
@@ -190,17 +232,17 @@ func (m *Model) buildRequest(req *llm.Request) (*request, error) {
 		out.Messages = append(out.Messages, message{Role: string(msg.Role), Content: parts})
 	}
 	if s := req.Schema; s != nil {
-		js := &jsonSchema{Name: s.ToolName(), Description: s.Description, Strict: !m.cfg.NonStrict, Schema: json.RawMessage(s.JSON)}
+		js := &jsonSchema{Name: s.ToolName(), Description: s.Description, Strict: !m.cfg.NonStrict && !s.Loose, Schema: json.RawMessage(s.JSON)}
 		if js.Strict {
-			adapted, ok, err := StrictSchema(s.JSON)
+			adapted, path, reason, err := strictSchema(s.JSON)
 			if err != nil {
 				return nil, err
 			}
-			if ok {
-				js.Schema = adapted
-			} else {
-				js.Strict = false
+			if path != "" {
+				return nil, &llm.SchemaError{Provider: m.cfg.Provider, Schema: s.ToolName(), Path: path,
+					Reason: reason + "; strict structured output cannot express it: list the properties, mark the schema Loose to send it non-strict, or set NonStrict"}
 			}
+			js.Schema = adapted
 		}
 		out.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: js}
 	}
@@ -217,7 +259,18 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 	}
 	body, err := m.buildRequest(&req)
 	if err != nil {
+		var se *llm.SchemaError
+		if errors.As(err, &se) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%s: %w", m.cfg.Provider, err)
+	}
+	var estimate int
+	if m.cfg.ContextWindow > 0 {
+		estimate = EstimateTokens(&req)
+		if estimate > m.cfg.ContextWindow {
+			return nil, m.contextErr(estimate, 0)
+		}
 	}
 	h := http.Header{}
 	for k, vs := range m.cfg.Header {
@@ -228,7 +281,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 	}
 	raw, latency, err := wire.Do(ctx, wire.Call{
 		Provider: m.cfg.Provider, Client: m.client.Client, URL: m.url, Header: h, Body: body,
-		Timeout: m.cfg.Timeout, ParseError: parseError,
+		Timeout: wire.Timeout(m.cfg.Timeout, &req), ParseError: parseError, Classify: classify,
 	})
 	if err != nil {
 		return nil, err
@@ -242,6 +295,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 		if n, err := strconv.Atoi(string(r.Error.Code)); err == nil && n >= 400 && n < 600 {
 			ae.Status = n
 		}
+		classify(ae)
 		return nil, ae
 	}
 	resp := &llm.Response{Model: r.Model, Latency: latency}
@@ -252,6 +306,13 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 		resp.Usage = llm.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
 		if u.PromptTokensDetails != nil {
 			resp.Usage.CachedTokens = u.PromptTokensDetails.CachedTokens
+		}
+		if u.CompletionTokensDetails != nil {
+			resp.Usage.ReasoningTokens = u.CompletionTokensDetails.ReasoningTokens
+		}
+		if w := m.cfg.ContextWindow; w > 0 && u.PromptTokens > 0 &&
+			(u.PromptTokens >= w || (estimate >= w/2 && u.PromptTokens < estimate/2)) {
+			return resp, m.contextErr(estimate, u.PromptTokens)
 		}
 	}
 	if len(r.Choices) == 0 {
@@ -277,12 +338,48 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 	return wire.Finish(m.cfg.Provider, &req, resp)
 }
 
+func (m *Model) contextErr(estimate, reported int) error {
+	return &llm.ContextLengthError{Provider: m.cfg.Provider, Model: m.cfg.Model, Window: m.cfg.ContextWindow,
+		Estimated: estimate, Reported: reported, Hint: m.cfg.ContextHint}
+}
+
+// EstimateTokens estimates the prompt tokens of a request without a
+// tokenizer: one token per four bytes of message text, plus four per
+// message. Images and the schema are not counted (a local server turns the
+// schema into a grammar, and an image's cost depends on its model). It is
+// a typical figure, not a bound; Config.ContextWindow compares it with the
+// window.
+func EstimateTokens(req *llm.Request) int {
+	n := 0
+	for _, msg := range req.Messages {
+		n += 4
+		for _, p := range msg.Parts {
+			n += (len(p.Text) + 3) / 4
+		}
+	}
+	return n
+}
+
+// classify recognises billing and context-length errors from the body.
+func classify(ae *llm.APIError) {
+	switch {
+	case ae.Code == "insufficient_quota":
+		ae.Class = llm.ErrQuota
+	case ae.Status >= 400 && ae.Status < 500 && (ae.Code == "context_length_exceeded" ||
+		strings.Contains(strings.ToLower(ae.Message), "maximum context length")):
+		ae.Class = llm.ErrContextLength
+	}
+}
+
 // parseError reads {"error": {"message", "type", "code"}}; some compatible
-// servers send {"error": "text"} or {"detail": "text"}.
+// servers send {"error": "text"}, {"detail": "text"} or (vLLM)
+// {"object": "error", "message", "type"}.
 func parseError(body []byte) (code, msg string, _ time.Duration) {
 	var e struct {
-		Error  json.RawMessage `json:"error"`
-		Detail string          `json:"detail"`
+		Error   json.RawMessage `json:"error"`
+		Detail  string          `json:"detail"`
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
 	}
 	if json.Unmarshal(body, &e) != nil {
 		return "", "", 0
@@ -299,6 +396,9 @@ func parseError(body []byte) (code, msg string, _ time.Duration) {
 	var s string
 	if json.Unmarshal(e.Error, &s) == nil {
 		return "", s, 0
+	}
+	if e.Message != "" {
+		return e.Type, e.Message, 0
 	}
 	return "", e.Detail, 0
 }

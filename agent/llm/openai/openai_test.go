@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -436,8 +437,12 @@ func TestStrictSchema(t *testing.T) {
 	}
 }
 
-func TestMapSchemaSentNonStrict(t *testing.T) {
+// A schema strict mode cannot express is refused before sending, with the
+// path and the reason; the same schema marked Loose, or a NonStrict model,
+// sends it unchanged with strict:false.
+func TestFreeFormSchemaRefusedUnlessLoose(t *testing.T) {
 	const mapSchema = `{"type":"object","properties":{"labels":{"type":"object","additionalProperties":{"type":"string"}}}}`
+	const freeSchema = `{"type":"object","properties":{"action":{"type":"array","items":{"anyOf":[{"type":"object","properties":{"custom":{"type":"object"}}}]}}}}`
 	s := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, b []byte) {
 		var sent struct {
 			ResponseFormat struct {
@@ -453,9 +458,255 @@ func TestMapSchemaSentNonStrict(t *testing.T) {
 		}
 		io.WriteString(w, completion(`{"labels":{}}`, "stop"))
 	})
+	for _, c := range []struct{ schema, path, reason string }{
+		{mapSchema, "$.properties.labels", "additionalProperties"},
+		{freeSchema, "$.properties.action.items.anyOf[0].properties.custom", "lists no properties"},
+	} {
+		r := structuredReq()
+		r.Schema.JSON = json.RawMessage(c.schema)
+		_, err := newModel(t, s, nil).Generate(context.Background(), r)
+		var se *llm.SchemaError
+		if !errors.Is(err, llm.ErrBadRequest) || !errors.As(err, &se) || se.Path != c.path || !strings.Contains(se.Reason, c.reason) ||
+			!strings.Contains(err.Error(), c.path) || se.Schema != "agent_output" {
+			t.Errorf("err = %v", err)
+		}
+		if path, _, _ := openai.NotStrict(json.RawMessage(c.schema)); path != c.path {
+			t.Errorf("NotStrict path %q", path)
+		}
+	}
+	if s.hits.Load() != 0 {
+		t.Fatalf("a refused schema was sent")
+	}
 	r := structuredReq()
 	r.Schema.JSON = json.RawMessage(mapSchema)
+	r.Schema.Loose = true
 	if _, err := newModel(t, s, nil).Generate(context.Background(), r); err != nil {
 		t.Fatal(err)
+	}
+	r.Schema.Loose = false
+	if _, err := newModel(t, s, func(c *openai.Config) { c.NonStrict = true }).Generate(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if s.hits.Load() != 2 {
+		t.Fatalf("hits %d", s.hits.Load())
+	}
+}
+
+// A parameterless action's empty object (additionalProperties:false) is
+// legal in strict mode and stays an empty object.
+func TestEmptyObjectIsStrict(t *testing.T) {
+	out, ok, err := openai.StrictSchema(json.RawMessage(`{"type":"object","properties":{"go_back":{"type":"object","properties":{},"additionalProperties":false}},"required":["go_back"],"additionalProperties":false}`))
+	want := `{"type":"object","properties":{"go_back":{"type":"object","properties":{},"additionalProperties":false,"required":[]}},"required":["go_back"],"additionalProperties":false}`
+	if err != nil || !ok || string(out) != want {
+		t.Fatalf("got %s %v %v\nwant %s", out, ok, err, want)
+	}
+}
+
+// Usage as OpenAI reports it for a reasoning model that hit the cache.
+func TestUsageCachedAndReasoning(t *testing.T) {
+	s := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, _ []byte) {
+		io.WriteString(w, `{"id":"chatcmpl-B9","object":"chat.completion","created":1741570283,"model":"o4-mini-2025-04-16",`+
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"{\"thinking\":\"t\",\"memory\":null,\"action\":[]}","refusal":null,"annotations":[]},"finish_reason":"stop"}],`+
+			`"usage":{"prompt_tokens":2006,"completion_tokens":300,"total_tokens":2306,`+
+			`"prompt_tokens_details":{"cached_tokens":1920,"audio_tokens":0},`+
+			`"completion_tokens_details":{"reasoning_tokens":192,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}},`+
+			`"service_tier":"default","system_fingerprint":null}`)
+	})
+	resp, err := newModel(t, s, nil).Generate(context.Background(), structuredReq())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if (resp.Usage != llm.Usage{PromptTokens: 2006, CompletionTokens: 300, TotalTokens: 2306, CachedTokens: 1920, ReasoningTokens: 192}) {
+		t.Errorf("usage %+v", resp.Usage)
+	}
+}
+
+// redirect sends every request to the test server, so that a Model
+// configured for api.openai.com talks to it.
+type redirect struct{ to *httptest.Server }
+
+func (r redirect) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.URL.Scheme, req.URL.Host = "http", strings.TrimPrefix(r.to.URL, "http://")
+	return r.to.Client().Transport.RoundTrip(req)
+}
+
+func TestPromptCacheKey(t *testing.T) {
+	keys := make(chan string, 8)
+	s := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, b []byte) {
+		var sent map[string]json.RawMessage
+		json.Unmarshal(b, &sent)
+		keys <- string(sent["prompt_cache_key"])
+		io.WriteString(w, completion(goodJSON, "stop"))
+	})
+	r := structuredReq()
+	r.CacheKey = "agent-run-7f3a"
+	official, err := openai.New(openai.Config{Model: "gpt-4.1", APIKey: "sk-test", BaseURL: openai.DefaultBaseURL,
+		HTTPClient: &http.Client{Transport: redirect{s.Server}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		m    llm.Model
+		want string
+	}{
+		{"official API", official, `"agent-run-7f3a"`},
+		{"compatible server", newModel(t, s, nil), ""},
+		{"compatible server, opted in", newModel(t, s, func(c *openai.Config) { c.SendCacheKey = true }), `"agent-run-7f3a"`},
+	} {
+		if _, err := c.m.Generate(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-keys; got != c.want {
+			t.Errorf("%s: prompt_cache_key %s, want %s", c.name, got, c.want)
+		}
+	}
+	r.CacheKey = ""
+	if _, err := official.Generate(context.Background(), r); err != nil || <-keys != "" {
+		t.Errorf("empty key sent: %v", err)
+	}
+}
+
+func TestQuotaAndContextErrors(t *testing.T) {
+	cases := []struct {
+		name   string
+		status int
+		body   string
+		want   error
+	}{
+		{"insufficient_quota", 429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`, llm.ErrQuota},
+		{"openrouter credits", 402, `{"error":{"message":"This request requires more credits, or fewer max_tokens. You requested up to 16384 tokens, but can only afford 2000.","code":402}}`, llm.ErrQuota},
+		{"context_length_exceeded", 400, `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, llm.ErrContextLength},
+		{"vllm", 400, `{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5120 tokens (4096 in the messages, 1024 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}`, llm.ErrContextLength},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, _ []byte) {
+				w.WriteHeader(c.status)
+				io.WriteString(w, c.body)
+			})
+			fb := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, _ []byte) {
+				io.WriteString(w, completion(goodJSON, "stop"))
+			})
+			primary := llm.WithRetry(newModel(t, s, nil), llm.RetryPolicy{BaseDelay: time.Millisecond})
+			_, err := primary.Generate(context.Background(), structuredReq())
+			var ae *llm.APIError
+			if !errors.Is(err, c.want) || errors.Is(err, llm.ErrRateLimited) || errors.Is(err, llm.ErrBadRequest) || llm.Retryable(err) || s.hits.Load() != 1 ||
+				!errors.As(err, &ae) || ae.Status != c.status || strings.HasPrefix(ae.Message, "{") {
+				t.Fatalf("err = %v, hits = %d", err, s.hits.Load())
+			}
+			// Billing falls back to another model; a too-long prompt does not.
+			_, err = llm.WithFallback(primary, newModel(t, fb, nil)).Generate(context.Background(), structuredReq())
+			if wantFB := c.want == llm.ErrQuota; (fb.hits.Load() == 1) != wantFB || (err == nil) != wantFB {
+				t.Errorf("fallback hits %d, err %v", fb.hits.Load(), err)
+			}
+		})
+	}
+}
+
+// ollama behaves like Ollama's /v1/chat/completions: it counts the prompt
+// with its own tokenizer (here one token per three bytes, denser than the
+// client's estimate), cuts it to num_ctx without an error and reports the
+// truncated size as usage.prompt_tokens.
+func ollama(t *testing.T, numCtx int) *server {
+	return newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, b []byte) {
+		var req struct {
+			Messages []struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		json.Unmarshal(b, &req)
+		n := 0
+		for _, m := range req.Messages {
+			n += len(m.Content) / 3
+		}
+		n = min(n, numCtx)
+		fmt.Fprintf(w, `{"id":"chatcmpl-310","object":"chat.completion","created":1733000000,"model":"llama3.1:8b","system_fingerprint":"fp_ollama",`+
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"{\"ok\":true}"},"finish_reason":"stop"}],`+
+			`"usage":{"prompt_tokens":%d,"completion_tokens":6,"total_tokens":%d}}`, n, n+6)
+	})
+}
+
+func TestContextWindow(t *testing.T) {
+	req := func(bytes int) llm.Request {
+		return llm.Request{Messages: []llm.Message{llm.SystemMessage("You are a browser agent."), llm.UserMessage(llm.Text(strings.Repeat("a", bytes)))}}
+	}
+	const window = 1000
+	cfg := func(c *openai.Config) {
+		c.Provider, c.ContextWindow, c.ContextHint = "ollama", window, "raise OLLAMA_CONTEXT_LENGTH"
+	}
+
+	s := ollama(t, window)
+	m := newModel(t, s, cfg)
+	if resp, err := m.Generate(context.Background(), req(1200)); err != nil || resp.Usage.PromptTokens != 408 {
+		t.Fatalf("a prompt that fits: %v %v", resp, err)
+	}
+
+	// Estimated at 4,004 tokens: refused before sending, saying how to fix it.
+	_, err := m.Generate(context.Background(), req(16000))
+	var ce *llm.ContextLengthError
+	if !errors.Is(err, llm.ErrContextLength) || !errors.As(err, &ce) || ce.Window != window || ce.Reported != 0 ||
+		ce.Estimated < window || !strings.Contains(err.Error(), "raise OLLAMA_CONTEXT_LENGTH") || llm.Retryable(err) {
+		t.Fatalf("err = %v", err)
+	}
+	if s.hits.Load() != 1 {
+		t.Fatalf("an oversized prompt was sent")
+	}
+
+	// Estimated at 900 tokens, 1,200 for the server: it truncates to its
+	// window and says so only through prompt_tokens.
+	resp, err := m.Generate(context.Background(), req(3520))
+	if !errors.Is(err, llm.ErrContextLength) || !errors.As(err, &ce) || ce.Reported != window || resp == nil || resp.Usage.PromptTokens != window {
+		t.Fatalf("truncated reply: %v %v", resp, err)
+	}
+
+	// Without a window, nothing is checked.
+	if _, err := newModel(t, s, nil).Generate(context.Background(), req(16000)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A server that dropped whole messages reports far fewer prompt tokens than
+// were sent.
+func TestContextWindowDroppedMessages(t *testing.T) {
+	s := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, _ []byte) {
+		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"qwen3:4b","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":310,"completion_tokens":1,"total_tokens":311}}`)
+	})
+	m := newModel(t, s, func(c *openai.Config) { c.ContextWindow = 4096 })
+	r := llm.Request{Messages: []llm.Message{llm.UserMessage(llm.Text(strings.Repeat("word ", 3000))), llm.AssistantMessage("ok"), llm.UserMessage(llm.Text("next"))}}
+	if _, err := m.Generate(context.Background(), r); !errors.Is(err, llm.ErrContextLength) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// The request's AttemptTimeout bounds one attempt: the first stalls, the
+// retry answers, well within two attempt timeouts.
+func TestAttemptTimeoutLeavesTimeForRetry(t *testing.T) {
+	release := make(chan struct{})
+	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request, _ []byte) {
+		if n == 1 {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		io.WriteString(w, completion(goodJSON, "stop"))
+	})
+	defer close(release)
+	const attempt = 300 * time.Millisecond
+	m := llm.WithRetry(newModel(t, s, nil), llm.RetryPolicy{BaseDelay: time.Millisecond})
+	r := structuredReq()
+	r.AttemptTimeout = attempt
+	ctx, cancel := context.WithTimeout(context.Background(), 2*attempt+200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	resp, err := m.Generate(ctx, r)
+	if err != nil || resp.Content != goodJSON || s.hits.Load() != 2 {
+		t.Fatalf("%v %v hits %d", resp, err, s.hits.Load())
+	}
+	if d := time.Since(start); d < attempt || d > 2*attempt {
+		t.Errorf("took %s", d)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/browseragent/browseragent/agent/internal/schemax"
 	"github.com/browseragent/browseragent/agent/llm"
@@ -14,27 +15,57 @@ import (
 // lists all its properties in required; a property that was optional is made
 // nullable (its type gains "null", or it is wrapped in anyOf with
 // {"type":"null"}), so the model writes null where it would have omitted it.
-// Key order is preserved. ok is false when the schema cannot be made strict
-// (an object allowing arbitrary extra properties); the caller then sends it
-// non-strict. Errors wrap llm.ErrBadRequest.
+// An object with no properties is kept only when it says
+// additionalProperties:false (an empty object, such as a parameterless
+// action's). Key order is preserved. ok is false when the schema cannot be
+// made strict (see NotStrict for where and why); errors wrap
+// llm.ErrBadRequest.
 func StrictSchema(raw json.RawMessage) (adapted json.RawMessage, ok bool, err error) {
+	adapted, path, _, err := strictSchema(raw)
+	if err != nil || path != "" {
+		return nil, false, err
+	}
+	return adapted, true, nil
+}
+
+// NotStrict returns the JSON path ("$" is the root) of the first subschema
+// strict mode cannot express, and the reason, or "" when the whole schema
+// can be made strict. The subschemas it refuses are free-form objects: an
+// object whose additionalProperties is true or a schema (a map), or an
+// object that lists no properties without saying additionalProperties:false.
+func NotStrict(raw json.RawMessage) (path, reason string, err error) {
+	_, path, reason, err = strictSchema(raw)
+	return path, reason, err
+}
+
+func strictSchema(raw json.RawMessage) (adapted json.RawMessage, path, reason string, err error) {
 	root, err := schemax.Parse(raw)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: schema: %v", llm.ErrBadRequest, err)
+		return nil, "", "", fmt.Errorf("%w: schema: %v", llm.ErrBadRequest, err)
 	}
-	ok = true
-	schemax.Walk(root, func(o *schemax.Object) {
-		if ap, has := o.Get("additionalProperties"); has && ap != false {
-			ok = false
-			return
+	// Check on the schema as written, so that the path is the caller's.
+	walkPath(root, "$", func(o *schemax.Object, p string) bool {
+		ap, hasAP := o.Get("additionalProperties")
+		if hasAP && ap != false {
+			path, reason = p, "additionalProperties allows keys that are not listed (a map or free-form object)"
+			return false
 		}
+		props, hasProps := o.Get("properties")
+		po, _ := props.(*schemax.Object)
+		if (po == nil || len(po.Keys()) == 0) && (isObjectType(o) || hasProps) && !hasAP {
+			path, reason = p, "an object that lists no properties accepts any keys (a free-form object)"
+			return false
+		}
+		return true
+	})
+	if path != "" {
+		return nil, path, reason, nil
+	}
+	walkPath(root, "$", func(o *schemax.Object, _ string) bool {
 		props, _ := o.Get("properties")
 		po, isObj := props.(*schemax.Object)
 		if !isObj {
-			if isObjectType(o) {
-				o.Set("additionalProperties", false)
-			}
-			return
+			return true
 		}
 		o.Set("additionalProperties", false)
 		var required []string
@@ -56,13 +87,49 @@ func StrictSchema(raw json.RawMessage) (adapted json.RawMessage, ok bool, err er
 			}
 		}
 		o.Set("required", all)
+		return true
 	})
-	if !ok {
-		return nil, false, nil
-	}
 	b, err := json.Marshal(root)
-	return b, true, err
+	return b, "", "", err
 }
+
+// walkPath is schemax.Walk with the JSON path of each subschema: f runs on
+// a node, then on its subschemas (as f left them); f returns false to stop.
+func walkPath(v any, p string, f func(*schemax.Object, string) bool) bool {
+	o, ok := v.(*schemax.Object)
+	if !ok {
+		return true
+	}
+	if !f(o, p) {
+		return false
+	}
+	for _, k := range []string{"properties", "$defs", "definitions", "patternProperties"} {
+		if m, ok := mustGet(o, k).(*schemax.Object); ok {
+			for _, kk := range m.Keys() {
+				if !walkPath(mustGet(m, kk), p+"."+k+"."+kk, f) {
+					return false
+				}
+			}
+		}
+	}
+	for _, k := range []string{"items", "additionalProperties", "not", "if", "then", "else", "contains"} {
+		if !walkPath(mustGet(o, k), p+"."+k, f) {
+			return false
+		}
+	}
+	for _, k := range []string{"anyOf", "oneOf", "allOf", "prefixItems"} {
+		if a, ok := mustGet(o, k).([]any); ok {
+			for i, e := range a {
+				if !walkPath(e, p+"."+k+"["+strconv.Itoa(i)+"]", f) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+func mustGet(o *schemax.Object, k string) any { v, _ := o.Get(k); return v }
 
 func isObjectType(o *schemax.Object) bool {
 	t, _ := o.Get("type")

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,37 @@ type Options struct {
 	Retry *llm.RetryPolicy
 	// Logger is given to the retry wrapper; default zap.NewNop().
 	Logger *zap.Logger
+	// ContextWindow is the context size, in tokens, of an "ollama" server
+	// (see openai.Config.ContextWindow): Ollama's OpenAI-compatible endpoint
+	// truncates a longer prompt to its num_ctx silently, so a prompt
+	// estimated larger is refused before sending and a truncated one is
+	// reported as llm.ErrContextLength. Default $OLLAMA_CONTEXT_LENGTH (the
+	// variable the Ollama server reads), else DefaultOllamaContext; negative
+	// turns the check off. Other providers ignore it: their APIs reject an
+	// oversized prompt themselves.
+	ContextWindow int
+	// DisableCache turns off Anthropic's cache_control markers.
+	DisableCache bool
+}
+
+// DefaultOllamaContext is Ollama's default num_ctx (4096 since Ollama 0.6;
+// a server may be configured larger with OLLAMA_CONTEXT_LENGTH or a
+// Modelfile's num_ctx).
+const DefaultOllamaContext = 4096
+
+// ollamaWindow returns the context window assumed for an Ollama server.
+func ollamaWindow(o Options) (int, error) {
+	if o.ContextWindow != 0 {
+		return max(o.ContextWindow, 0), nil
+	}
+	if v := strings.TrimSpace(os.Getenv("OLLAMA_CONTEXT_LENGTH")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("llm: %w: OLLAMA_CONTEXT_LENGTH=%q is not a positive number of tokens", llm.ErrBadRequest, v)
+		}
+		return n, nil
+	}
+	return DefaultOllamaContext, nil
 }
 
 // Known lists the provider names New accepts.
@@ -73,7 +105,11 @@ func Parse(spec string) (provider, model string, err error) {
 // New builds the model a spec names, wrapped in llm.WithRetry. A missing key
 // is a *llm.MissingKeyError (matching llm.ErrAuth) naming the environment
 // variable to set. "ollama" talks to $OLLAMA_BASE_URL or OllamaBaseURL
-// without a key; "openrouter" uses $OPENROUTER_API_KEY.
+// without a key, checking prompts against Options.ContextWindow;
+// "openrouter" uses $OPENROUTER_API_KEY. Request.CacheKey is sent (as
+// prompt_cache_key) only by "openai" on OpenAI's own API, never to Ollama or
+// OpenRouter: an OpenAI-compatible server may reject a field it does not
+// know (see openai.Config.SendCacheKey).
 func New(spec string, o Options) (llm.Model, error) {
 	provider, model, err := Parse(spec)
 	if err != nil {
@@ -85,8 +121,15 @@ func New(spec string, o Options) (llm.Model, error) {
 		m, err = openai.New(openai.Config{Model: model, APIKey: o.APIKey, BaseURL: o.BaseURL, HTTPClient: o.HTTPClient, Timeout: o.Timeout})
 	case "ollama":
 		base := firstNonEmpty(o.BaseURL, os.Getenv("OLLAMA_BASE_URL"), OllamaBaseURL)
+		window, werr := ollamaWindow(o)
+		if werr != nil {
+			return nil, werr
+		}
 		m, err = openai.New(openai.Config{Model: model, Provider: "ollama", APIKey: firstNonEmpty(o.APIKey, "ollama"),
-			BaseURL: base, HTTPClient: o.HTTPClient, Timeout: o.Timeout, LegacyMaxTokens: true})
+			BaseURL: base, HTTPClient: o.HTTPClient, Timeout: o.Timeout, LegacyMaxTokens: true,
+			ContextWindow: window,
+			ContextHint: "start the Ollama server with a larger OLLAMA_CONTEXT_LENGTH (or give the model a larger num_ctx) " +
+				"and set the same OLLAMA_CONTEXT_LENGTH here (or providers.Options.ContextWindow)"})
 	case "openrouter":
 		key := firstNonEmpty(o.APIKey, os.Getenv("OPENROUTER_API_KEY"))
 		if key == "" {
@@ -95,7 +138,8 @@ func New(spec string, o Options) (llm.Model, error) {
 		m, err = openai.New(openai.Config{Model: model, Provider: "openrouter", APIKey: key,
 			BaseURL: firstNonEmpty(o.BaseURL, OpenRouterBaseURL), HTTPClient: o.HTTPClient, Timeout: o.Timeout})
 	case "anthropic":
-		m, err = anthropic.New(anthropic.Config{Model: model, APIKey: o.APIKey, BaseURL: o.BaseURL, HTTPClient: o.HTTPClient, Timeout: o.Timeout})
+		m, err = anthropic.New(anthropic.Config{Model: model, APIKey: o.APIKey, BaseURL: o.BaseURL, HTTPClient: o.HTTPClient, Timeout: o.Timeout,
+			DisableCache: o.DisableCache})
 	case "gemini":
 		m, err = gemini.New(gemini.Config{Model: model, APIKey: o.APIKey, BaseURL: o.BaseURL, HTTPClient: o.HTTPClient, Timeout: o.Timeout})
 	}

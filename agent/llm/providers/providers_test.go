@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -135,5 +136,67 @@ func TestCrossProviderFallback(t *testing.T) {
 	_, err = llm.WithFallback(fallback, primary).Generate(context.Background(), req)
 	if !errors.Is(err, llm.ErrMalformedOutput) || errors.Is(err, llm.ErrProviderUnavailable) || anthropicHits.Load() != 1 || openaiHits.Load() != 0 {
 		t.Fatalf("err=%v hits openai=%d anthropic=%d", err, openaiHits.Load(), anthropicHits.Load())
+	}
+}
+
+// "ollama" knows its server's context window ($OLLAMA_CONTEXT_LENGTH, else
+// 4096) and refuses a prompt that would be truncated, saying how to raise
+// the window; a server that truncated anyway is caught by its usage.
+func TestOllamaContextWindow(t *testing.T) {
+	var hits atomic.Int32
+	var numCtx atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		// Ollama cuts the prompt to num_ctx and reports what it kept.
+		n := min(len(b)/3, int(numCtx.Load()))
+		fmt.Fprintf(w, `{"id":"chatcmpl-1","object":"chat.completion","model":"llama3.1:8b","choices":[{"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":1,"total_tokens":%d}}`, n, n+1)
+	}))
+	defer srv.Close()
+	t.Setenv("OLLAMA_BASE_URL", srv.URL+"/v1")
+	req := func(bytes int) llm.Request {
+		return llm.Request{Messages: []llm.Message{llm.UserMessage(llm.Text(strings.Repeat("x", bytes)))}}
+	}
+	gen := func(o providers.Options, r llm.Request) (*llm.Response, error) {
+		o.HTTPClient = srv.Client()
+		m, err := providers.New("ollama:llama3.1:8b", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Generate(context.Background(), r)
+	}
+
+	t.Setenv("OLLAMA_CONTEXT_LENGTH", "")
+	numCtx.Store(4096)
+	if _, err := gen(providers.Options{}, req(12000)); err != nil { // about 3,000 tokens
+		t.Fatal(err)
+	}
+	_, err := gen(providers.Options{}, req(20000)) // about 5,000 tokens > 4096
+	var ce *llm.ContextLengthError
+	if !errors.As(err, &ce) || !errors.Is(err, llm.ErrContextLength) || ce.Window != providers.DefaultOllamaContext ||
+		!strings.Contains(err.Error(), "OLLAMA_CONTEXT_LENGTH") || hits.Load() != 1 {
+		t.Fatalf("err = %v, hits = %d", err, hits.Load())
+	}
+
+	t.Setenv("OLLAMA_CONTEXT_LENGTH", "8192")
+	numCtx.Store(8192)
+	if _, err := gen(providers.Options{}, req(20000)); err != nil {
+		t.Fatalf("raised window: %v", err)
+	}
+	// Estimated under the window, but the server's tokenizer counts more:
+	// its reply shows the prompt cut to its window.
+	t.Setenv("OLLAMA_CONTEXT_LENGTH", "")
+	numCtx.Store(4096)
+	resp, err := gen(providers.Options{}, req(15000))
+	if !errors.Is(err, llm.ErrContextLength) || resp == nil || resp.Usage.PromptTokens != 4096 {
+		t.Fatalf("truncated: %v %v", resp, err)
+	}
+	hits.Store(0)
+	if _, err := gen(providers.Options{ContextWindow: -1}, req(40000)); err != nil || hits.Load() != 1 {
+		t.Fatalf("check off: the request is sent as before: %v, hits %d", err, hits.Load())
+	}
+	t.Setenv("OLLAMA_CONTEXT_LENGTH", "lots")
+	if _, err := providers.New("ollama:llama3.1", providers.Options{}); !errors.Is(err, llm.ErrBadRequest) {
+		t.Fatalf("bad env: %v", err)
 	}
 }
