@@ -272,6 +272,29 @@ func TestAttemptTimeout(t *testing.T) {
 			t.Errorf("the first attempt ended after %s", d)
 		}
 	})
+	t.Run("carried by the context", func(t *testing.T) {
+		m := &ctxModel{f: func(ctx context.Context, n int) (*llm.Response, error) {
+			if n == 1 {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return &llm.Response{Content: "ok"}, nil
+		}}
+		ctx, cancel := llm.WithAttemptTimeout(context.Background(), attempt)
+		defer cancel()
+		if _, has := ctx.Deadline(); has {
+			t.Fatal("WithAttemptTimeout set a deadline on the whole call")
+		}
+		resp, err := llm.WithRetry(m, policy).Generate(ctx, req)
+		if err != nil || resp.Content != "ok" || m.calls.Load() != 2 {
+			t.Fatalf("%v %v calls %d", resp, err, m.calls.Load())
+		}
+		r2 := req
+		r2.AttemptTimeout = time.Second
+		if d := llm.AttemptTimeout(ctx, &r2); d != time.Second {
+			t.Errorf("the request's own timeout must win: %s", d)
+		}
+	})
 	t.Run("every attempt stalls", func(t *testing.T) {
 		m := &ctxModel{f: func(ctx context.Context, _ int) (*llm.Response, error) {
 			<-ctx.Done()

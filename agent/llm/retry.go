@@ -123,12 +123,34 @@ func (r *retryModel) Generate(ctx context.Context, req Request) (*Response, erro
 	}
 }
 
-// GenerateAttempt calls m.Generate once under req.AttemptTimeout (when
-// set): the attempt gets its own deadline, and when that deadline, not
+type attemptKey struct{}
+
+// WithAttemptTimeout returns a context that carries d as the attempt
+// timeout of the Generate calls made with it, for callers that do not build
+// the Request themselves: it acts as Request.AttemptTimeout on requests
+// that do not set one. Unlike context.WithTimeout it puts no deadline on
+// ctx; cancel releases the returned context like any CancelFunc.
+func WithAttemptTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.WithValue(ctx, attemptKey{}, d))
+}
+
+// AttemptTimeout returns the attempt timeout in force for req: its
+// AttemptTimeout, else the one ctx carries (WithAttemptTimeout), else 0.
+func AttemptTimeout(ctx context.Context, req *Request) time.Duration {
+	if req.AttemptTimeout > 0 {
+		return req.AttemptTimeout
+	}
+	d, _ := ctx.Value(attemptKey{}).(time.Duration)
+	return max(d, 0)
+}
+
+// GenerateAttempt calls m.Generate once under the attempt timeout
+// (AttemptTimeout(ctx, &req), when set): the attempt gets its own deadline, and when that deadline, not
 // ctx's, ends the attempt, the error is an *APIError (Status 0) matching
 // ErrProviderUnavailable that names the timeout. With no AttemptTimeout it
 // is m.Generate(ctx, req).
 func GenerateAttempt(ctx context.Context, m Model, req Request) (*Response, error) {
+	req.AttemptTimeout = AttemptTimeout(ctx, &req)
 	if req.AttemptTimeout <= 0 {
 		return m.Generate(ctx, req)
 	}

@@ -281,7 +281,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 	}
 	raw, latency, err := wire.Do(ctx, wire.Call{
 		Provider: m.cfg.Provider, Client: m.client.Client, URL: m.url, Header: h, Body: body,
-		Timeout: wire.Timeout(m.cfg.Timeout, &req), ParseError: parseError, Classify: classify,
+		Timeout: wire.Timeout(ctx, m.cfg.Timeout, &req), ParseError: parseError, Classify: classify,
 	})
 	if err != nil {
 		return nil, err

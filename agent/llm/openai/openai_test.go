@@ -709,4 +709,13 @@ func TestAttemptTimeoutLeavesTimeForRetry(t *testing.T) {
 	if d := time.Since(start); d < attempt || d > 2*attempt {
 		t.Errorf("took %s", d)
 	}
+	// Through the context, on the provider alone: the attempt's expiry is
+	// an outage, not the caller's deadline.
+	s.hits.Store(0)
+	actx, acancel := llm.WithAttemptTimeout(context.Background(), 50*time.Millisecond)
+	defer acancel()
+	_, err = newModel(t, s, nil).Generate(actx, structuredReq())
+	if !errors.Is(err, llm.ErrProviderUnavailable) || !strings.Contains(err.Error(), "attempt timeout of 50ms") {
+		t.Fatalf("err = %v", err)
+	}
 }

@@ -40,10 +40,11 @@ type Call struct {
 }
 
 // Timeout returns the attempt timeout for a request: the provider's
-// configured one, or the request's AttemptTimeout when that is shorter.
-func Timeout(configured time.Duration, req *llm.Request) time.Duration {
-	if req.AttemptTimeout > 0 && (configured <= 0 || req.AttemptTimeout < configured) {
-		return req.AttemptTimeout
+// configured one, or the request's (llm.AttemptTimeout) when that is
+// shorter.
+func Timeout(ctx context.Context, configured time.Duration, req *llm.Request) time.Duration {
+	if d := llm.AttemptTimeout(ctx, req); d > 0 && (configured <= 0 || d < configured) {
+		return d
 	}
 	return configured
 }
