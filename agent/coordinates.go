@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -37,9 +38,8 @@ var coordinateClickSpec = func() ActionSpec {
 
 // coordinateClick clicks the index when one is given, else the point. A
 // point is in the screenshot's pixels; it is scaled to the page's CSS
-// pixels by the screenshot's scale (a screenshot shrunk for the model's
-// image tiles is smaller than the viewport, a high-density display's
-// larger).
+// pixels when the screenshot is larger than the viewport (a high-density
+// display).
 func coordinateClick(ctx context.Context, ac *ActionContext, p ClickParams) (ActionResult, error) {
 	switch {
 	case p.Index != nil && (p.CoordinateX != nil || p.CoordinateY != nil):
@@ -59,18 +59,13 @@ func coordinateClick(ctx context.Context, ac *ActionContext, p ClickParams) (Act
 }
 
 // screenshotScale is CSS pixels per screenshot pixel for the observation's
-// screenshot: the inverse of the scale its capture reported (a
-// screenshot shrunk for the model, or a high-density display), else the
-// viewport's width over the image's; 1 when neither is known.
+// screenshot (1 when either size is unknown).
 func screenshotScale(st *events.BrowserState) float64 {
-	if st == nil || len(st.Screenshot) == 0 {
+	if st == nil || st.Page.ViewportWidth <= 0 || len(st.Screenshot) < 24 || string(st.Screenshot[1:4]) != "PNG" {
 		return 1
 	}
-	if st.ScreenshotScale > 0 {
-		return 1 / st.ScreenshotScale
-	}
-	w, _ := screenshotSize(st)
-	if st.Page.ViewportWidth <= 0 || w <= 0 {
+	w := binary.BigEndian.Uint32(st.Screenshot[16:20]) // IHDR width
+	if w == 0 {
 		return 1
 	}
 	return float64(st.Page.ViewportWidth) / float64(w)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/agent/llm/pricing"
 	"github.com/browseragent/browseragent/events"
 )
 
@@ -74,11 +75,16 @@ type HistoryItem struct {
 	Plan []PlanItem `json:"plan,omitempty"`
 	// Compaction is the history summary made before this step's model
 	// call, or the failed attempt; nil when none was due.
-	Compaction *Compaction   `json:"compaction,omitempty"`
-	Usage      llm.Usage     `json:"usage"`
-	StartedAt  time.Time     `json:"started_at"`
-	EndedAt    time.Time     `json:"ended_at"`
-	ModelTime  time.Duration `json:"model_time_ns,omitempty"`
+	Compaction *Compaction `json:"compaction,omitempty"`
+	Usage      llm.Usage   `json:"usage"`
+	// Cost is what the step's model calls cost (the step's own, a history
+	// summary's, extract's), priced by Settings.Prices; zero (omitted)
+	// when the step made no call, with Cost.Unpriced set when a model's
+	// price is unknown.
+	Cost      pricing.Cost  `json:"cost,omitzero"`
+	StartedAt time.Time     `json:"started_at"`
+	EndedAt   time.Time     `json:"ended_at"`
+	ModelTime time.Duration `json:"model_time_ns,omitempty"`
 	// Failed reports whether the step counted as a failure.
 	Failed bool `json:"failed,omitempty"`
 }

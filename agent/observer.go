@@ -5,13 +5,15 @@ import (
 	"time"
 
 	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/agent/llm/pricing"
 )
 
 // Observer is told about a run as it happens: what an audit trace, a
 // telemetry exporter or a progress display needs, without wrapping the
 // model or the callbacks. The agent calls its methods on the Run goroutine,
 // in this order: RunStarted; per step StepStarted, ModelCalled (each model
-// call of the step, the extraction model's included), StepEnded; RunEnded.
+// call of the step, the extraction model's included), StepEnded; the
+// judge's ModelCalled (Settings.Judge a ModelJudge); RunEnded.
 // Calls never happen under a lock; an observer that blocks blocks the run.
 // Embed BaseObserver to implement only some methods.
 type Observer interface {
@@ -34,8 +36,9 @@ type RunInfo struct {
 type ModelCall struct {
 	Step int
 	// Purpose says what the call was for: "step" (choose actions),
-	// "extract" (the extract action's model) or "compact" (a summary of
-	// older history, Settings.CompactEverySteps).
+	// "extract" (the extract action's model), "compact" (a summary of
+	// older history, Settings.CompactEverySteps) or "judge" (a ModelJudge's
+	// verdict, after the last step).
 	Purpose string
 	// Model is the name of the model asked; ResponseModel the one that
 	// answered, when the provider says.
@@ -45,9 +48,12 @@ type ModelCall struct {
 	PromptChars int
 	Images      int
 	Usage       llm.Usage
-	Started     time.Time
-	Latency     time.Duration
-	Err         error
+	// Cost is the call's price from Settings.Prices (Cost.Unpriced names
+	// the model when its price is unknown).
+	Cost    pricing.Cost
+	Started time.Time
+	Latency time.Duration
+	Err     error
 }
 
 // BaseObserver implements Observer with methods that do nothing; embed it
@@ -69,8 +75,11 @@ func (BaseObserver) StepEnded(context.Context, HistoryItem) {}
 // RunEnded implements Observer.
 func (BaseObserver) RunEnded(context.Context, *Result, error) {}
 
-// observedModel reports each call of the model it wraps to the agent's
-// observers.
+// observedModel wraps each of the agent's models (step, extract, compact,
+// judge): before a call it asks the meter whether the budget allows it
+// (a refused call is not made: Generate returns the *BudgetError); after
+// it, the meter prices the call and adds it to the step's and the run's
+// totals, and the observers are told.
 type observedModel struct {
 	inner   llm.Model
 	a       *Agent
@@ -80,25 +89,35 @@ type observedModel struct {
 func (m *observedModel) Name() string { return m.inner.Name() }
 
 func (m *observedModel) Generate(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	c := ModelCall{Step: m.a.curStep, Purpose: m.purpose, Model: m.inner.Name(), Started: time.Now()}
-	for _, msg := range req.Messages {
-		for _, p := range msg.Parts {
-			c.PromptChars += len(p.Text)
-			if p.Image != nil {
-				c.Images++
-			}
-		}
+	if be := m.a.meter.check(m.a.curStep, m.purpose, m.inner.Name(), req); be != nil {
+		return nil, be
 	}
+	c := ModelCall{Step: m.a.curStep, Purpose: m.purpose, Model: m.inner.Name(), Started: time.Now()}
+	c.PromptChars, c.Images = promptChars(req)
 	resp, err := m.inner.Generate(ctx, req)
 	c.Latency = time.Since(c.Started)
 	if resp != nil {
 		c.Usage, c.ResponseModel = resp.Usage, resp.Model
 	}
 	c.Err = err
+	c.Cost = m.a.meter.record(m.purpose, m.inner.Name(), req, resp)
 	for _, o := range m.a.set.Observers {
 		o.ModelCalled(ctx, c)
 	}
 	return resp, err
+}
+
+// promptChars measures a request's messages: text characters and images.
+func promptChars(req llm.Request) (chars, images int) {
+	for _, msg := range req.Messages {
+		for _, p := range msg.Parts {
+			chars += len(p.Text)
+			if p.Image != nil {
+				images++
+			}
+		}
+	}
+	return chars, images
 }
 
 // CloseIdleConnections passes through to providers that pool connections.

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/browseragent/browseragent/agent/llm"
-	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/agent/llm/pricing"
 	"github.com/browseragent/browseragent/urlmatch"
 )
 
@@ -21,11 +21,8 @@ type Vision string
 const (
 	// VisionOn attaches a screenshot to every step (upstream default).
 	VisionOn Vision = "on"
-	// VisionAuto attaches one on the step after the model called the
-	// "screenshot" action (the action exists only in this mode), and when
-	// the page is one its text cannot show: a canvas, video, embed or
-	// object over most of the viewport and (nearly) no elements
-	// (VisionAutoMediaCoverage).
+	// VisionAuto attaches one only on the step after the model called the
+	// "screenshot" action (the action exists only in this mode).
 	VisionAuto Vision = "auto"
 	// VisionOff never attaches one.
 	VisionOff Vision = "off"
@@ -189,23 +186,6 @@ type Settings struct {
 	// false decides for any model. A registry whose click is not the
 	// built-in one is left alone.
 	CoordinateClicks *bool
-	// ScreenshotFormat is how the model's screenshots are encoded:
-	// events.ImageJPEG (default), events.ImageWebP or events.ImagePNG. The
-	// run's screenshots/ files keep this format.
-	ScreenshotFormat events.ImageFormat
-	// ScreenshotQuality is the JPEG/WebP quality, 1..100. Default 75.
-	ScreenshotQuality int
-	// ScreenshotDetail is OpenAI's image detail: DetailLow (85 tokens, a
-	// 512×512 image), DetailHigh or DetailAuto. Default "": none sent (the
-	// provider's own default, auto). Other providers ignore it.
-	ScreenshotDetail string
-	// ScreenshotMaxWidth and ScreenshotMaxHeight bound the screenshots, in
-	// image pixels; Chrome scales the capture down to fit, and coordinate
-	// clicks are scaled back. 0 (default): the bound for the model's
-	// provider, ScreenshotBounds (1024×640 for a 1280×800 viewport on
-	// OpenAI and Anthropic, 1229×768 on Gemini); negative: no bound on
-	// that side.
-	ScreenshotMaxWidth, ScreenshotMaxHeight int
 	// Tools are the actions offered. Default: DefaultRegistry(). Pass your
 	// own registry (usually DefaultRegistry plus Register calls).
 	Tools *Registry
@@ -250,6 +230,29 @@ type Settings struct {
 	// called after the Observers.
 	OnStepStart func(ctx context.Context, step int)
 	OnStepEnd   func(ctx context.Context, item HistoryItem)
+	// MaxCost, when positive, is each Run's budget in US dollars. Before
+	// every model call of the run (the step's, a history summary, extract,
+	// a ModelJudge's) the call is estimated: prompt tokens from its text
+	// (characters over the chars-per-token ratio of the same model's
+	// previous call, DefaultCharsPerToken before one; DefaultImageTokens
+	// per image), cache reads as many as that model's previous call of the
+	// same purpose had, and the output tokens the run's average completion
+	// (DefaultOutputTokens before any); when the run's cost so far plus
+	// the estimate would exceed MaxCost, the call is not made and the run
+	// stops: Run returns a *BudgetError (errors.Is ErrBudgetExceeded), also
+	// in Result.Err, and Result.Errors ends with its words. A refused
+	// judge call leaves the run's result alone and sets Result.JudgeError.
+	// Every model must have a price in Prices (New checks the models it is
+	// given). Default 0: no budget.
+	MaxCost float64
+	// MaxTokens, when positive, is each Run's budget of input plus output
+	// tokens, kept like MaxCost. Default 0: no budget.
+	MaxTokens int
+	// Prices prices the model calls (HistoryItem.Cost, Result.Cost, the
+	// observers' ModelCall.Cost) by their model's "provider:model" name.
+	// Default pricing.Default(): list prices as of pricing.AsOf; use
+	// pricing.LoadFile for a table with your own entries.
+	Prices *pricing.Table
 	// Logger; default zap.NewNop(). Secrets are never logged.
 	Logger *zap.Logger
 	// Now returns the current time (the date shown to the model). Default
@@ -267,9 +270,6 @@ func (s Settings) withDefaults() (Settings, error) {
 	case VisionOn, VisionAuto, VisionOff:
 	default:
 		return s, fmt.Errorf("%w: Vision %q (want on, auto or off)", ErrSettings, s.Vision)
-	}
-	if err := s.visionDefaults(); err != nil {
-		return s, err
 	}
 	if s.MaxActionsPerStep <= 0 {
 		s.MaxActionsPerStep = DefaultMaxActionsPerStep
@@ -343,6 +343,12 @@ func (s Settings) withDefaults() (Settings, error) {
 	}
 	if s.Logger == nil {
 		s.Logger = zap.NewNop()
+	}
+	if s.MaxCost < 0 || s.MaxTokens < 0 {
+		return s, fmt.Errorf("%w: MaxCost and MaxTokens must not be negative (0: no budget)", ErrSettings)
+	}
+	if s.Prices == nil {
+		s.Prices = pricing.Default()
 	}
 	if s.Now == nil {
 		s.Now = time.Now
