@@ -27,6 +27,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/agent/llm/pricing"
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
 )
@@ -65,16 +66,22 @@ type Result struct {
 	Errors []string
 	// Steps is the number of steps this Run took (step 0 included).
 	Steps int
-	// Usage sums the token usage of this Run's model calls.
+	// Usage sums the token usage of this Run's model calls (the judge's
+	// included).
 	Usage llm.Usage
+	// Cost is what this Run's model calls cost, by kind of token, priced
+	// by Settings.Prices (Cost.Unpriced names the models whose price is
+	// unknown: the cost is then partial).
+	Cost pricing.Cost
 	// Judgement is the judge's verdict when Settings.Judge is set.
 	Judgement *Judgement
 	// JudgeError is the judge's failure, if any.
 	JudgeError string
 	// Err is why the run ended early when the browser could not go on
 	// (errors.Is(Err, events.ErrBrowserGone): the process exited or the
-	// connection was lost and not restored); nil otherwise. Run returns it
-	// too. Not serialised: Errors holds its text.
+	// connection was lost and not restored) or the budget would have been
+	// exceeded (a *BudgetError, errors.Is(Err, ErrBudgetExceeded)); nil
+	// otherwise. Run returns it too. Not serialised: Errors holds its text.
 	Err error `json:"-"`
 }
 
@@ -100,6 +107,8 @@ type Agent struct {
 	// compactor writes history summaries: CompactionModel, else
 	// extractModel, else the step model.
 	compactor llm.Model
+	// meter prices the model calls and keeps the budget.
+	meter *meter
 
 	mu      sync.Mutex
 	running bool
@@ -142,6 +151,10 @@ func newAgent(task string, model llm.Model, b Browser, set Settings) (*Agent, er
 		return nil, err
 	}
 	a := &Agent{set: set, browser: b, log: set.Logger, exclude: map[string]bool{}, extractModel: set.ExtractModel}
+	a.meter = newMeter(set)
+	if err := a.pricedForBudget(model); err != nil {
+		return nil, err
+	}
 	a.tools = set.Tools
 	if a.tools == nil {
 		a.tools = DefaultRegistry()
@@ -198,9 +211,6 @@ func (a *Agent) setModel(model llm.Model) {
 	if a.compactor == nil {
 		a.compactor = a.set.ExtractModel
 	}
-	if len(a.set.Observers) == 0 {
-		return
-	}
 	if model != nil {
 		a.model = &observedModel{inner: model, a: a, purpose: "step"}
 	}
@@ -248,7 +258,9 @@ func (a *Agent) AddTask(task string) error {
 // consecutive failures plus the forced final answer. When it returns, the
 // history so far is in RunDir/history.json. It returns the Result;
 // the error is non-nil only when the run could not proceed (ctx cancelled,
-// session not started): the Result then holds what happened so far.
+// session not started, browser gone, or Settings.MaxCost/MaxTokens would
+// have been exceeded by the next model call: a *BudgetError): the Result
+// then holds what happened so far.
 func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
 	a.mu.Lock()
 	if a.running {
@@ -268,10 +280,12 @@ func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
 	}()
 
 	res := &Result{}
+	a.meter.startRun()
 	for _, o := range a.set.Observers {
 		o.RunStarted(ctx, RunInfo{Task: a.tasks[0], Tasks: append([]string(nil), a.tasks...), Model: a.model.Name(), Started: a.set.Now()})
 	}
 	defer func() {
+		_, res.Cost = a.meter.endRun()
 		if err := a.History().Save(filepath.Join(a.runDir, "history.json")); err != nil {
 			res.Errors = append(res.Errors, err.Error())
 		}
@@ -319,6 +333,9 @@ func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
 		item, fin := a.step(ctx, i, lastStep)
 		res.Steps++
 		a.account(res, &item)
+		if be := a.meter.stop(); be != nil && fin == nil {
+			return res, a.budgetStop(res, &item, be)
+		}
 		if fin != nil {
 			res.Done = true
 			res.Success = fin.Success
@@ -381,6 +398,27 @@ func (a *Agent) account(res *Result, item *HistoryItem) {
 }
 
 func (a *Agent) judge(ctx context.Context, res *Result) {
+	// A ModelJudge's model is wrapped like the agent's own: its call is
+	// priced, budgeted and reported (purpose "judge").
+	judge := a.set.Judge
+	switch j := judge.(type) {
+	case ModelJudge:
+		if j.Model != nil {
+			j.Model = &observedModel{inner: j.Model, a: a, purpose: "judge"}
+			judge = j
+		}
+	case *ModelJudge:
+		if j != nil && j.Model != nil {
+			c := *j
+			c.Model = &observedModel{inner: j.Model, a: a, purpose: "judge"}
+			judge = c
+		}
+	}
+	before, _ := a.meter.totals()
+	defer func() {
+		after, _ := a.meter.totals()
+		addUsage(&res.Usage, subUsage(after, before))
+	}()
 	h := a.History()
 	var shots [][]byte
 	for i := len(h.Items) - 1; i >= 0 && len(shots) < 10; i-- {
@@ -390,7 +428,7 @@ func (a *Agent) judge(ctx context.Context, res *Result) {
 			}
 		}
 	}
-	j, err := a.set.Judge.Judge(ctx, JudgeInput{Task: strings.Join(a.tasks, "\n\n"), FinalText: res.FinalText, Success: res.Success, History: h, Screenshots: shots})
+	j, err := judge.Judge(ctx, JudgeInput{Task: strings.Join(a.tasks, "\n\n"), FinalText: res.FinalText, Success: res.Success, History: h, Screenshots: shots})
 	if err != nil {
 		res.JudgeError = err.Error()
 		return
@@ -593,6 +631,7 @@ func (a *Agent) finishTimeout(ctx, sctx context.Context, item *HistoryItem, call
 // finish records the item, updates the failure count and calls OnStepEnd.
 func (a *Agent) finish(ctx context.Context, item *HistoryItem) {
 	item.EndedAt = a.set.Now()
+	item.Cost = a.meter.takeStep()
 	a.secrets.scrubItem(item)
 	item.Failed = item.Error != "" || (len(item.Actions) > 0 && item.Actions[0].Error != "")
 	if item.Failed {
@@ -614,6 +653,7 @@ func (a *Agent) finish(ctx context.Context, item *HistoryItem) {
 // stepStarted tells the observers and OnStepStart that step n begins.
 func (a *Agent) stepStarted(ctx context.Context, n int) {
 	a.curStep = n
+	a.meter.startStep()
 	for _, o := range a.set.Observers {
 		o.StepStarted(ctx, n)
 	}
@@ -653,6 +693,8 @@ func (a *Agent) ask(ctx context.Context, msgs []llm.Message, offered []ActionSpe
 		switch {
 		case err == nil:
 			return out, nil, nil
+		case errors.Is(err, ErrBudgetExceeded):
+			return nil, nil, err // not made: its words are the run's reason
 		case ctx.Err() != nil:
 			return nil, nil, fmt.Errorf("model call interrupted: %w", ctx.Err())
 		case errors.Is(err, ErrInvalidOutput):
