@@ -41,8 +41,9 @@ type Part struct {
 	// CacheBreakpoint marks the end of a prefix worth caching: everything
 	// up to and including this part is expected to repeat in the next
 	// request. Providers with explicit prompt caching (Anthropic's
-	// cache_control) mark it; the others ignore it, their caches key on
-	// the prefix by themselves.
+	// cache_control) mark it: at most 4 per request, the last ones kept;
+	// a request with none gets one at the end of its system prompt. The
+	// others ignore it, their caches key on the prefix by themselves.
 	CacheBreakpoint bool
 }
 
@@ -108,9 +109,10 @@ type Schema struct {
 	JSON        json.RawMessage
 	// Loose says the schema leaves parts free on purpose (an object with
 	// no listed properties) and the caller validates the reply itself.
-	// Providers with a strict mode send a loose schema non-strict; a
-	// schema that is not Loose but cannot be made strict is rejected with
-	// ErrBadRequest before any request is sent.
+	// Providers with a strict mode (OpenAI) send a loose schema
+	// non-strict; a schema that is not Loose but cannot be made strict is
+	// rejected with a *SchemaError (ErrBadRequest) naming the path, before
+	// any request is sent.
 	Loose bool
 }
 
