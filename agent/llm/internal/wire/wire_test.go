@@ -63,3 +63,45 @@ func TestEnvelopeAndFinish(t *testing.T) {
 		t.Fatalf("free text: %v", err)
 	}
 }
+
+func TestClassifyAndAttemptTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/quota":
+			w.WriteHeader(429)
+			io.WriteString(w, `{"error":{"type":"insufficient_quota"}}`)
+		case "/stall":
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	call := Call{Provider: "p", Client: srv.Client(), URL: srv.URL + "/quota", Body: map[string]int{},
+		ParseError: func([]byte) (string, string, time.Duration) { return "insufficient_quota", "no credit", 0 },
+		Classify: func(ae *llm.APIError) {
+			if ae.Code == "insufficient_quota" {
+				ae.Class = llm.ErrQuota
+			}
+		}}
+	if _, _, err := Do(context.Background(), call); !errors.Is(err, llm.ErrQuota) || errors.Is(err, llm.ErrRateLimited) {
+		t.Fatalf("err = %v", err)
+	}
+
+	req := &llm.Request{AttemptTimeout: 40 * time.Millisecond}
+	if d := Timeout(context.Background(), time.Minute, req); d != 40*time.Millisecond {
+		t.Fatalf("the shorter request timeout must win: %s", d)
+	}
+	if d := Timeout(context.Background(), 10*time.Millisecond, req); d != 10*time.Millisecond {
+		t.Fatalf("the shorter configured timeout must win: %s", d)
+	}
+	call.URL, call.Timeout = srv.URL+"/stall", Timeout(context.Background(), time.Minute, req)
+	_, _, err := Do(context.Background(), call)
+	var ae *llm.APIError
+	if !errors.As(err, &ae) || !errors.Is(err, llm.ErrProviderUnavailable) || !strings.Contains(err.Error(), "attempt timeout of 40ms") {
+		t.Fatalf("err = %v", err)
+	}
+}
