@@ -53,9 +53,10 @@ type Options struct {
 	DisableCache bool
 }
 
-// DefaultOllamaContext is Ollama's default num_ctx (4096 since Ollama 0.6;
-// a server may be configured larger with OLLAMA_CONTEXT_LENGTH or a
-// Modelfile's num_ctx).
+// DefaultOllamaContext is Ollama's default num_ctx in recent releases
+// (older ones used 2048); a server may be configured larger with
+// OLLAMA_CONTEXT_LENGTH or a Modelfile's num_ctx, and browseragent must then
+// be told the same (Options.ContextWindow or $OLLAMA_CONTEXT_LENGTH).
 const DefaultOllamaContext = 4096
 
 // ollamaWindow returns the context window assumed for an Ollama server.
