@@ -237,9 +237,8 @@ const maxBreakpoints = 4
 
 func (m *Model) buildRequest(req *llm.Request) (*request, string, error) {
 	out := &request{Model: m.cfg.Model, MaxTokens: m.maxTokens(req.MaxTokens), Temperature: req.Temperature}
-	// marks points at the blocks with a breakpoint, in prefix order
-	// (system first, then the messages).
-	var marks []*block
+	// refs locates the blocks with a breakpoint, in prefix order (system
+	// first, then the messages); they are marked once all blocks exist.
 	type ref struct{ msg, blk int } // msg -1: system
 	var refs []ref
 	for _, msg := range req.Messages {
@@ -299,6 +298,7 @@ func (m *Model) buildRequest(req *llm.Request) (*request, string, error) {
 		if len(refs) == 0 && len(out.System) > 0 {
 			refs = append(refs, ref{-1, len(out.System) - 1})
 		}
+		var marks []*block
 		for _, r := range refs {
 			if r.msg < 0 {
 				marks = append(marks, &out.System[r.blk])
