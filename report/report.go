@@ -2,8 +2,9 @@
 // run's result, a timeline of steps with their screenshots (embedded), the
 // model's evaluation, memory and goal, each action with its verdict and
 // evidence, the requests the URL policy refused (per step, by host, and
-// one row per request), errors, timings and token counts, and the bus's
-// event counts.
+// one row per request), errors, timings, the tokens by kind (input,
+// cached, cache writes, output, reasoning) and the cost per step, per model
+// call and for the run, and the bus's event counts.
 // It first verifies the trace and shows the verdict at the top, so a reader
 // knows whether the page describes an intact trace.
 package report
@@ -25,6 +26,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/browseragent/browseragent/agent"
+	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/agent/llm/pricing"
 	"github.com/browseragent/browseragent/events"
 	"github.com/browseragent/browseragent/trace"
 )
@@ -39,6 +43,19 @@ var page = sync.OnceValue(func() *template.Template {
 		"ms":   func(v float64) string { return fmt.Sprintf("%.0f ms", v) },
 		"secs": func(v float64) string { return fmt.Sprintf("%.1f s", v/1000) },
 		"join": strings.Join,
+		// tokens words a record's token counts by kind.
+		"tokens": func(t trace.Tokens) string {
+			return agent.FormatUsage(llm.Usage{PromptTokens: t.PromptTokens, CompletionTokens: t.CompletionTokens,
+				CachedTokens: t.CachedTokens, CacheWriteTokens: t.CacheWriteTokens, ReasoningTokens: t.ReasoningTokens})
+		},
+		// cost words a record's cost; "" when none was recorded.
+		"cost": func(c *pricing.Cost) string {
+			if c == nil {
+				return ""
+			}
+			return c.String()
+		},
+		"usd": pricing.FormatUSD,
 		"json": func(v json.RawMessage) string {
 			var b bytes.Buffer
 			if json.Indent(&b, v, "", "  ") != nil {

@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/browseragent/browseragent/agent"
+	"github.com/browseragent/browseragent/agent/llm"
 )
 
 // AgentObserver writes an agent run into a trace: a TypeModel record per
@@ -52,9 +54,10 @@ func (o *AgentObserver) RunStarted(_ context.Context, r agent.RunInfo) {
 func (o *AgentObserver) ModelCalled(_ context.Context, c agent.ModelCall) {
 	rec := Model{
 		Step: c.Step, Model: c.Model, Purpose: c.Purpose, PromptChars: c.PromptChars, Images: c.Images,
-		PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens,
-		LatencyMS: float64(c.Latency) / float64(time.Millisecond),
+		Tokens: tokens(c.Usage), LatencyMS: float64(c.Latency) / float64(time.Millisecond),
 	}
+	cost := c.Cost
+	rec.Cost = &cost
 	if c.ResponseModel != "" {
 		rec.Model = c.ResponseModel
 	}
@@ -76,7 +79,15 @@ func (o *AgentObserver) RunEnded(_ context.Context, res *agent.Result, _ error) 
 	}
 	run := Run{
 		Task: o.task, Success: res.Success, Done: res.Done, FinalText: res.FinalText, Output: res.StructuredOutput,
-		Errors: res.Errors, Steps: res.Steps, PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens,
+		Errors: res.Errors, Steps: res.Steps, Tokens: tokens(res.Usage),
+	}
+	if res.Usage != (llm.Usage{}) || !res.Cost.Known() || res.Cost.Total > 0 {
+		cost := res.Cost
+		run.Cost = &cost
+	}
+	var be *agent.BudgetError
+	if errors.As(res.Err, &be) {
+		run.BudgetExceeded = be.Error()
 	}
 	if !o.started.IsZero() {
 		run.DurationMS = float64(time.Since(o.started)) / float64(time.Millisecond)
@@ -84,13 +95,23 @@ func (o *AgentObserver) RunEnded(_ context.Context, res *agent.Result, _ error) 
 	o.write(TypeRun, run)
 }
 
+// tokens copies a usage's counts by kind.
+func tokens(u llm.Usage) Tokens {
+	return Tokens{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
+		CacheWriteTokens: u.CacheWriteTokens, ReasoningTokens: u.ReasoningTokens}
+}
+
 // StepRecord turns an agent history item into a TypeStep record's data; the
 // screenshot is referenced relative to dir with its SHA-256.
 func StepRecord(dir string, it agent.HistoryItem) Step {
 	st := Step{
 		Step: it.Step, URL: it.State.URL, Title: it.State.Title, Error: it.Error,
-		DurationMS:   float64(it.EndedAt.Sub(it.StartedAt)) / float64(time.Millisecond),
-		PromptTokens: it.Usage.PromptTokens, CompletionTokens: it.Usage.CompletionTokens,
+		DurationMS: float64(it.EndedAt.Sub(it.StartedAt)) / float64(time.Millisecond),
+		Tokens:     tokens(it.Usage),
+	}
+	if it.Cost.Total > 0 || !it.Cost.Known() || it.Usage != (llm.Usage{}) {
+		cost := it.Cost
+		st.Cost = &cost
 	}
 	if o := it.Output; o != nil {
 		st.Evaluation, st.Memory, st.NextGoal = o.EvaluationPreviousGoal, o.Memory, o.NextGoal

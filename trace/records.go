@@ -1,24 +1,42 @@
 package trace
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/browseragent/browseragent/agent/llm/pricing"
+)
+
+// Tokens are a step's, a call's or a run's token counts by kind, as the
+// provider reported them: PromptTokens is all input (CachedTokens read
+// from the prompt cache and CacheWriteTokens written to it are part of
+// it), CompletionTokens all output (ReasoningTokens part of it).
+type Tokens struct {
+	PromptTokens     int `json:"prompt_tokens,omitempty"`
+	CompletionTokens int `json:"completion_tokens,omitempty"`
+	CachedTokens     int `json:"cached_tokens,omitempty"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+	ReasoningTokens  int `json:"reasoning_tokens,omitempty"`
+}
 
 // Step is the data of a TypeStep record: one agent step as the report shows
 // it. Screenshot is a path relative to the trace's directory; its SHA-256 is
 // recorded so that the report can tell a swapped image.
 type Step struct {
-	Step             int      `json:"step"`
-	URL              string   `json:"url,omitempty"`
-	Title            string   `json:"title,omitempty"`
-	Evaluation       string   `json:"evaluation,omitempty"`
-	Memory           string   `json:"memory,omitempty"`
-	NextGoal         string   `json:"next_goal,omitempty"`
-	Actions          []Action `json:"actions,omitempty"`
-	Error            string   `json:"error,omitempty"`
-	DurationMS       float64  `json:"duration_ms"`
-	PromptTokens     int      `json:"prompt_tokens,omitempty"`
-	CompletionTokens int      `json:"completion_tokens,omitempty"`
-	Screenshot       string   `json:"screenshot,omitempty"`
-	ScreenshotSHA256 string   `json:"screenshot_sha256,omitempty"`
+	Step       int      `json:"step"`
+	URL        string   `json:"url,omitempty"`
+	Title      string   `json:"title,omitempty"`
+	Evaluation string   `json:"evaluation,omitempty"`
+	Memory     string   `json:"memory,omitempty"`
+	NextGoal   string   `json:"next_goal,omitempty"`
+	Actions    []Action `json:"actions,omitempty"`
+	Error      string   `json:"error,omitempty"`
+	DurationMS float64  `json:"duration_ms"`
+	Tokens
+	// Cost is what the step's model calls cost (nil when it made none);
+	// Cost.Unpriced names the models whose price is unknown.
+	Cost             *pricing.Cost `json:"cost,omitempty"`
+	Screenshot       string        `json:"screenshot,omitempty"`
+	ScreenshotSHA256 string        `json:"screenshot_sha256,omitempty"`
 	// Blocked are the requests the URL policy refused since the previous
 	// step's observation, by host, most-refused first (what the model was
 	// told; each request has its own bus record of kind RequestBlocked).
@@ -72,14 +90,16 @@ type Action struct {
 type Model struct {
 	Step  int    `json:"step"`
 	Model string `json:"model"`
-	// Purpose is what the call was for: step, extract or compact.
-	Purpose          string  `json:"purpose,omitempty"`
-	PromptChars      int     `json:"prompt_chars"`
-	Images           int     `json:"images,omitempty"`
-	PromptTokens     int     `json:"prompt_tokens,omitempty"`
-	CompletionTokens int     `json:"completion_tokens,omitempty"`
-	LatencyMS        float64 `json:"latency_ms"`
-	Error            string  `json:"error,omitempty"`
+	// Purpose is what the call was for: step, extract, compact or judge.
+	Purpose     string `json:"purpose,omitempty"`
+	PromptChars int    `json:"prompt_chars"`
+	Images      int    `json:"images,omitempty"`
+	Tokens
+	// Cost is the call's price (Cost.Unpriced names the model when its
+	// price is unknown).
+	Cost      *pricing.Cost `json:"cost,omitempty"`
+	LatencyMS float64       `json:"latency_ms"`
+	Error     string        `json:"error,omitempty"`
 }
 
 // Run is the data of a TypeRun record: the run's result.
@@ -91,8 +111,12 @@ type Run struct {
 	Output    json.RawMessage `json:"output,omitempty"`
 	Errors    []string        `json:"errors,omitempty"`
 	Steps     int             `json:"steps"`
-	// DurationMS and the token totals cover the whole run.
-	DurationMS       float64 `json:"duration_ms"`
-	PromptTokens     int     `json:"prompt_tokens,omitempty"`
-	CompletionTokens int     `json:"completion_tokens,omitempty"`
+	// DurationMS, the token totals and the cost cover the whole run (the
+	// judge's call included).
+	DurationMS float64 `json:"duration_ms"`
+	Tokens
+	Cost *pricing.Cost `json:"cost,omitempty"`
+	// BudgetExceeded is the reason the run stopped when Settings.MaxCost
+	// or MaxTokens stopped it, in the words of Errors' last entry.
+	BudgetExceeded string `json:"budget_exceeded,omitempty"`
 }
