@@ -84,17 +84,17 @@ func (e *BudgetError) Error() string {
 // Unwrap makes errors.Is(err, ErrBudgetExceeded) true.
 func (e *BudgetError) Unwrap() error { return ErrBudgetExceeded }
 
-// Tokens words a token count briefly: 950, 3.1k, 12k, 1.2M.
+// Tokens words a token count briefly: 950, 3.1k, 2.0k, 12k, 1.2M.
 func Tokens(n int) string {
 	switch {
 	case n < 1000:
 		return fmt.Sprint(n)
 	case n < 10000:
-		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1000), ".0") + "k"
+		return fmt.Sprintf("%.1fk", float64(n)/1000)
 	case n < 1000000:
 		return fmt.Sprintf("%.0fk", float64(n)/1000)
 	default:
-		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e6), ".0") + "M"
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
 	}
 }
 

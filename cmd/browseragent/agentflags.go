@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/browseragent/browseragent/agent"
+	"github.com/browseragent/browseragent/agent/llm/pricing"
 	"github.com/browseragent/browseragent/agent/llm/providers"
 )
 
@@ -16,6 +17,50 @@ type agentFlags struct {
 	noPlanning  bool
 	coordinates string
 	compaction  string
+	// Budgets and prices (issue 14): see budgetFlags.
+	budget budgetFlags
+}
+
+// budgetFlags are --max-cost, --max-tokens and --prices.
+type budgetFlags struct {
+	maxCost   float64
+	maxTokens int
+	prices    string
+}
+
+func (f *budgetFlags) register(fs *flag.FlagSet) {
+	fs.Float64Var(&f.maxCost, "max-cost", 0, "stop before a model call that would bring the run's cost over this many US dollars (0: no limit); exit code 4")
+	fs.IntVar(&f.maxTokens, "max-tokens", 0, "stop before a model call that would bring the run's input+output tokens over this (0: no limit); exit code 4")
+	fs.StringVar(&f.prices, "prices", "", "JSON file of model prices (US$ per million tokens) replacing or adding to the built-in table, e.g. {\"openai:my-model\": {\"input\": 0.4, \"cached_input\": 0.1, \"output\": 1.6}}")
+}
+
+// apply checks the flags and puts them into set. models are the specs the
+// run will call (its model, the compaction model): with --max-cost each
+// must have a price.
+func (f *budgetFlags) apply(set *agent.Settings, models ...string) error {
+	if f.maxCost < 0 || f.maxTokens < 0 {
+		return usagef("--max-cost and --max-tokens must not be negative")
+	}
+	set.MaxCost, set.MaxTokens = f.maxCost, f.maxTokens
+	set.Prices = pricing.Default()
+	if f.prices != "" {
+		t, err := pricing.LoadFile(f.prices)
+		if err != nil {
+			return usagef("--prices: %v", err)
+		}
+		set.Prices = t
+	}
+	if f.maxCost > 0 {
+		for _, m := range models {
+			if m == "" {
+				continue
+			}
+			if _, err := set.Prices.Lookup(m); err != nil {
+				return usagef("--max-cost needs the model's price: %v", err)
+			}
+		}
+	}
+	return nil
 }
 
 // register adds the flags; visionHelp words --vision for the command.
@@ -25,6 +70,7 @@ func (f *agentFlags) register(fs *flag.FlagSet, visionHelp string) {
 	fs.BoolVar(&f.noPlanning, "no-planning", false, "do not ask the model to keep a plan (flash never does)")
 	fs.StringVar(&f.coordinates, "coordinate-clicks", "auto", "let click take a point of the screenshot: auto (models that point well, with vision), on or off")
 	fs.StringVar(&f.compaction, "compaction-model", "", "model that summarises long histories, as provider:name (default: the run's model)")
+	f.budget.register(fs)
 }
 
 // apply checks the flags and puts them into set. model and baseURL are the
@@ -40,6 +86,9 @@ func (f *agentFlags) apply(set *agent.Settings, model, baseURL string) error {
 	case agent.ReplyFull, agent.ReplyNoThinking, agent.ReplyFlash:
 	default:
 		return usagef("--reply-mode must be full, no_thinking or flash")
+	}
+	if err := f.budget.apply(set, model, f.compaction); err != nil {
+		return err
 	}
 	set.DisablePlanning = f.noPlanning
 	switch f.coordinates {

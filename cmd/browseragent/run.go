@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -41,7 +42,7 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	baseURL := fs.String("base-url", "", "the provider's API base URL (OpenAI-compatible servers, proxies)")
 	maxSteps := fs.Int("max-steps", 100, "stop after this many steps")
 	var af agentFlags
-	af.register(fs, "send screenshots to the model: on, auto (when it asks) or off")
+	af.register(fs, "send screenshots to the model: on (every step), auto (when it asks, or the page is a canvas/video its text cannot show) or off")
 	outDir := fs.String("out", "", "folder for the trace, history, screenshots and report (default ./out/run-TIMESTAMP)")
 	tracePath := fs.String("trace", "", "trace file (default OUT/trace.jsonl; its folder receives the screenshots)")
 	reportPath := fs.String("report", "", "HTML report file (default OUT/report.html)")
@@ -90,6 +91,9 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		quiet:    *asJSON || !terminal, secrets: secrets, otel: *otel, record: *record,
 	}, stderr)
 	printOutcome(stdout, out, *asJSON)
+	if errors.Is(err, agent.ErrBudgetExceeded) {
+		return &exitError{code: exitBudget, err: err}
+	}
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/agent/llm/pricing"
 	"github.com/browseragent/browseragent/report"
 	"github.com/browseragent/browseragent/session"
 	"github.com/browseragent/browseragent/telemetry"
@@ -41,6 +42,8 @@ type runOutcome struct {
 	Head    string        `json:"trace_head"`
 	Report  string        `json:"report"`
 	History string        `json:"history"`
+	// Budget says which budget stopped the run (--max-cost, --max-tokens).
+	Budget *agent.BudgetError `json:"budget_exceeded,omitempty"`
 }
 
 // runAgent starts a browser, runs the task, and writes the trace, the
@@ -116,6 +119,7 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 	}
 	res, runErr := a.Run(ctx)
 	out.Result = res
+	errors.As(runErr, &out.Budget)
 	if err := traced.Err(); err != nil {
 		fmt.Fprintf(os.Stderr, "trace: %v\n", err)
 	}
@@ -160,6 +164,18 @@ func printStep(w io.Writer, it agent.HistoryItem) {
 	if it.Error != "" {
 		fmt.Fprintf(w, "  step error: %s\n", oneLine(it.Error, 120))
 	}
+	if u := usageLine(it.Usage, it.Cost); u != "" {
+		fmt.Fprintf(w, "  %s\n", u)
+	}
+}
+
+// usageLine words a step's or a run's tokens and cost: "tokens 3.1k in
+// (2.0k cached) / 150 out · $0.0021"; "" when no model was called.
+func usageLine(u llm.Usage, c pricing.Cost) string {
+	if u == (llm.Usage{}) && c.Known() && c.Total == 0 {
+		return ""
+	}
+	return "tokens " + agent.FormatUsage(u) + " · " + agent.FormatCost(c)
 }
 
 func oneLine(s string, max int) string {
@@ -194,7 +210,19 @@ func printResult(w io.Writer, out *runOutcome) {
 	default:
 		fmt.Fprintf(w, "\nnot finished: %s\n", strings.Join(r.Errors, "; "))
 	}
+	if r != nil {
+		if u := usageLine(r.Usage, r.Cost); u != "" {
+			fmt.Fprintf(w, "%s\n", u)
+			if !r.Cost.Known() {
+				fmt.Fprintf(w, "(no price for %s: pass --prices FILE)\n", strings.Join(r.Cost.Unpriced, ", "))
+			}
+		}
+	}
 	fmt.Fprintf(w, "trace:   %s (head %s)\nhistory: %s\nreport:  %s\n", out.Trace, out.Head, out.History, out.Report)
 }
 
 var errNotSuccessful = errors.New("the task did not finish successfully")
+
+// exitBudget is run's exit code when --max-cost or --max-tokens stopped
+// the run before a model call that would have exceeded it.
+const exitBudget = 4

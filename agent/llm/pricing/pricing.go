@@ -27,6 +27,7 @@ package pricing
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strings"
@@ -116,14 +117,14 @@ func (c Cost) String() string {
 }
 
 // FormatUSD writes dollars with the precision small amounts need: $0 for
-// zero, four significant decimals below a cent ($0.0021, $0.000034), four
+// zero, two significant digits below a cent ($0.0021, $0.000034), four
 // decimals below a dollar ($0.0123), cents above ($12.34).
 func FormatUSD(v float64) string {
 	switch {
 	case v == 0:
 		return "$0"
-	case v < 0.0001:
-		return fmt.Sprintf("$%.2g", v)
+	case v < 0.01:
+		return fmt.Sprintf("$%.*f", int(math.Ceil(-math.Log10(v)))+1, v)
 	case v < 1:
 		return fmt.Sprintf("$%.4f", v)
 	default:

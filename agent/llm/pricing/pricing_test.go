@@ -97,7 +97,7 @@ func TestCostByKind(t *testing.T) {
 	if !near(sum.Total, 2*want.Total) || sum.Known() || len(sum.Unpriced) != 1 {
 		t.Fatalf("sum %+v", sum)
 	}
-	for v, s := range map[float64]string{0: "$0", 0.0000341: "$3.4e-05", 0.00213: "$0.0021", 0.5: "$0.5000", 12.345: "$12.35"} {
+	for v, s := range map[float64]string{0: "$0", 0.0000341: "$0.000034", 0.000072: "$0.000072", 0.00213: "$0.0021", 0.001: "$0.0010", 0.5: "$0.5000", 12.345: "$12.35"} {
 		if got := pricing.FormatUSD(v); got != s {
 			t.Errorf("FormatUSD(%g) = %q, want %q", v, got, s)
 		}
