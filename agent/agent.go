@@ -506,7 +506,7 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 
 	shot := a.set.Vision == VisionOn || (a.set.Vision == VisionAuto && a.wantShot)
 	a.wantShot = false
-	st, err := bus.Call(sctx, a.browser.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: shot})
+	st, err := bus.Call(sctx, a.browser.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: shot, Screenshot: a.screenshotOptions()})
 	if err != nil {
 		item.Error = a.secrets.scrub(fmt.Sprintf("could not observe the page: %v", err))
 		a.finishTimeout(ctx, sctx, &item, nil)
@@ -522,9 +522,10 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 		a.finish(ctx, &item)
 		return item, nil
 	}
+	a.autoScreenshot(sctx, &st)
 	if len(st.Screenshot) > 0 {
 		dir := filepath.Join(a.runDir, "screenshots")
-		p := filepath.Join(dir, fmt.Sprintf("step_%d.png", n))
+		p := filepath.Join(dir, fmt.Sprintf("step_%d%s", n, screenshotExt(&st)))
 		if os.MkdirAll(dir, 0o755) == nil && os.WriteFile(p, st.Screenshot, 0o644) == nil {
 			item.State.ScreenshotPath = p
 		}

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -38,8 +37,9 @@ var coordinateClickSpec = func() ActionSpec {
 
 // coordinateClick clicks the index when one is given, else the point. A
 // point is in the screenshot's pixels; it is scaled to the page's CSS
-// pixels when the screenshot is larger than the viewport (a high-density
-// display).
+// pixels by the screenshot's scale (a screenshot shrunk for the model's
+// image tiles is smaller than the viewport, a high-density display's
+// larger).
 func coordinateClick(ctx context.Context, ac *ActionContext, p ClickParams) (ActionResult, error) {
 	switch {
 	case p.Index != nil && (p.CoordinateX != nil || p.CoordinateY != nil):
@@ -59,13 +59,18 @@ func coordinateClick(ctx context.Context, ac *ActionContext, p ClickParams) (Act
 }
 
 // screenshotScale is CSS pixels per screenshot pixel for the observation's
-// screenshot (1 when either size is unknown).
+// screenshot: the inverse of the scale its capture reported (a
+// screenshot shrunk for the model, or a high-density display), else the
+// viewport's width over the image's; 1 when neither is known.
 func screenshotScale(st *events.BrowserState) float64 {
-	if st == nil || st.Page.ViewportWidth <= 0 || len(st.Screenshot) < 24 || string(st.Screenshot[1:4]) != "PNG" {
+	if st == nil || len(st.Screenshot) == 0 {
 		return 1
 	}
-	w := binary.BigEndian.Uint32(st.Screenshot[16:20]) // IHDR width
-	if w == 0 {
+	if st.ScreenshotScale > 0 {
+		return 1 / st.ScreenshotScale
+	}
+	w, _ := screenshotSize(st)
+	if st.Page.ViewportWidth <= 0 || w <= 0 {
 		return 1
 	}
 	return float64(st.Page.ViewportWidth) / float64(w)

@@ -142,8 +142,8 @@ func (a *Agent) messages(st *events.BrowserState, n, i int, offered []ActionSpec
 	for _, m := range nudges {
 		parts = append(parts, llm.Text(a.secrets.scrub(m)))
 	}
-	if len(st.Screenshot) > 0 && a.set.Vision != VisionOff {
-		parts = append(parts, llm.Text("Current screenshot:"), llm.ImagePart("image/png", st.Screenshot))
+	if caption, ok := a.screenshotCaption(st); ok {
+		parts = append(parts, llm.Text(caption), a.screenshotImage(st.Screenshot))
 	}
 	return []llm.Message{llm.SystemMessage(a.systemPrompt()), llm.UserMessage(parts...)}
 }

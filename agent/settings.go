@@ -11,6 +11,7 @@ import (
 
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/pricing"
+	"github.com/browseragent/browseragent/events"
 	"github.com/browseragent/browseragent/urlmatch"
 )
 
@@ -21,8 +22,11 @@ type Vision string
 const (
 	// VisionOn attaches a screenshot to every step (upstream default).
 	VisionOn Vision = "on"
-	// VisionAuto attaches one only on the step after the model called the
-	// "screenshot" action (the action exists only in this mode).
+	// VisionAuto attaches one on the step after the model called the
+	// "screenshot" action (the action exists only in this mode), and when
+	// the page is one its text cannot show: a canvas, video, embed or
+	// object over most of the viewport and (nearly) no elements
+	// (VisionAutoMediaCoverage).
 	VisionAuto Vision = "auto"
 	// VisionOff never attaches one.
 	VisionOff Vision = "off"
@@ -186,6 +190,23 @@ type Settings struct {
 	// false decides for any model. A registry whose click is not the
 	// built-in one is left alone.
 	CoordinateClicks *bool
+	// ScreenshotFormat is how the model's screenshots are encoded:
+	// events.ImageJPEG (default), events.ImageWebP or events.ImagePNG. The
+	// run's screenshots/ files keep this format.
+	ScreenshotFormat events.ImageFormat
+	// ScreenshotQuality is the JPEG/WebP quality, 1..100. Default 75.
+	ScreenshotQuality int
+	// ScreenshotDetail is OpenAI's image detail: DetailLow (85 tokens, a
+	// 512×512 image), DetailHigh or DetailAuto. Default "": none sent (the
+	// provider's own default, auto). Other providers ignore it.
+	ScreenshotDetail string
+	// ScreenshotMaxWidth and ScreenshotMaxHeight bound the screenshots, in
+	// image pixels; Chrome scales the capture down to fit, and coordinate
+	// clicks are scaled back. 0 (default): the bound for the model's
+	// provider, ScreenshotBounds (1024×640 for a 1280×800 viewport on
+	// OpenAI and Anthropic, 1229×768 on Gemini); negative: no bound on
+	// that side.
+	ScreenshotMaxWidth, ScreenshotMaxHeight int
 	// Tools are the actions offered. Default: DefaultRegistry(). Pass your
 	// own registry (usually DefaultRegistry plus Register calls).
 	Tools *Registry
@@ -270,6 +291,9 @@ func (s Settings) withDefaults() (Settings, error) {
 	case VisionOn, VisionAuto, VisionOff:
 	default:
 		return s, fmt.Errorf("%w: Vision %q (want on, auto or off)", ErrSettings, s.Vision)
+	}
+	if err := s.visionDefaults(); err != nil {
+		return s, err
 	}
 	if s.MaxActionsPerStep <= 0 {
 		s.MaxActionsPerStep = DefaultMaxActionsPerStep

@@ -301,8 +301,20 @@ func embedShot(dir string, st trace.Step) Step {
 			return out
 		}
 	}
-	out.Image = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))
+	out.Image = template.URL("data:" + shotMediaType(st.Screenshot) + ";base64," + base64.StdEncoding.EncodeToString(b))
 	return out
+}
+
+// shotMediaType is a screenshot file's media type by its extension (the
+// agent names them step_N.png, .jpg or .webp after their format).
+func shotMediaType(name string) string {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".jpg", ".jpeg":
+		return "image/jpeg"
+	case ".webp":
+		return "image/webp"
+	}
+	return "image/png"
 }
 
 // Render writes the HTML report of d.

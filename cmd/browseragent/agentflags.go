@@ -17,6 +17,7 @@ type agentFlags struct {
 	noPlanning  bool
 	coordinates string
 	compaction  string
+	shots       screenshotFlags // --screenshot-format, -quality, -detail
 	// Budgets and prices (issue 14): see budgetFlags.
 	budget budgetFlags
 }
@@ -70,6 +71,7 @@ func (f *agentFlags) register(fs *flag.FlagSet, visionHelp string) {
 	fs.BoolVar(&f.noPlanning, "no-planning", false, "do not ask the model to keep a plan (flash never does)")
 	fs.StringVar(&f.coordinates, "coordinate-clicks", "auto", "let click take a point of the screenshot: auto (models that point well, with vision), on or off")
 	fs.StringVar(&f.compaction, "compaction-model", "", "model that summarises long histories, as provider:name (default: the run's model)")
+	f.shots.register(fs)
 	f.budget.register(fs)
 }
 
@@ -80,6 +82,9 @@ func (f *agentFlags) apply(set *agent.Settings, model, baseURL string) error {
 	set.Vision = agent.Vision(f.vision)
 	if set.Vision != agent.VisionOn && set.Vision != agent.VisionAuto && set.Vision != agent.VisionOff {
 		return usagef("--vision must be on, auto or off")
+	}
+	if err := f.shots.apply(set); err != nil {
+		return err
 	}
 	set.ReplyMode = agent.ReplyMode(f.replyMode)
 	switch set.ReplyMode {

@@ -45,7 +45,7 @@ func (f *mcpFlags) register(fs *flag.FlagSet) {
 	f.drive.register(fs)
 	fs.StringVar(&f.model, "model", os.Getenv("BROWSERAGENT_MODEL"), "model for run_task and extract's queries, as provider:name (default $BROWSERAGENT_MODEL; without one there is no run_task and extract returns the page's text)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the provider's API base URL (OpenAI-compatible servers, proxies)")
-	f.agent.register(fs, "run_task sends screenshots to the model: on, auto (when it asks) or off")
+	f.agent.register(fs, "run_task sends screenshots to the model: on (every step), auto (when it asks, or the page is a canvas/video its text cannot show) or off")
 	fs.StringVar(&f.confirm, "confirm", "", "comma-separated risk classes the user must confirm in the MCP client (elicitation) before they run; refused when the client cannot ask")
 	fs.IntVar(&f.maxSteps, "max-steps", mcpserver.DefaultMaxSteps, "run_task's step budget (its default and maximum)")
 	fs.StringVar(&f.uploads, "upload-files", "", "comma-separated local files the upload tool may send to pages (default: none)")

@@ -61,3 +61,17 @@ func webp(b []byte) (int, int, error) {
 	}
 	return 0, 0, ErrUnknown
 }
+
+// MediaType names the format of an encoded image by its magic bytes:
+// "image/png", "image/jpeg", "image/webp", or "" when it is none of them.
+func MediaType(b []byte) string {
+	switch {
+	case len(b) >= 8 && string(b[:8]) == "\x89PNG\r\n\x1a\n":
+		return "image/png"
+	case len(b) >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF:
+		return "image/jpeg"
+	case len(b) >= 12 && string(b[0:4]) == "RIFF" && string(b[8:12]) == "WEBP":
+		return "image/webp"
+	}
+	return ""
+}

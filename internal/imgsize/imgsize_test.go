@@ -48,6 +48,11 @@ func TestOf(t *testing.T) {
 			t.Errorf("%s: %dx%d %v, want %dx%d", name, w, h, err, c.w, c.h)
 		}
 	}
+	for b, want := range map[string]string{string(p.Bytes()): "image/png", string(j.Bytes()): "image/jpeg", string(webp("VP8X")): "image/webp", "GIF89a": ""} {
+		if got := MediaType([]byte(b)); got != want {
+			t.Errorf("media type of %q: %q, want %q", b[:min(len(b), 6)], got, want)
+		}
+	}
 	for _, b := range [][]byte{nil, []byte("GIF89a..."), p.Bytes()[:12]} {
 		if _, _, err := Of(b); !errors.Is(err, ErrUnknown) {
 			t.Errorf("%q: %v, want ErrUnknown", b, err)
