@@ -68,7 +68,7 @@ func TestReportShowsCost(t *testing.T) {
 	if got.Usage != "22k in (12k cached) / 230 out (64 reasoning)" || got.Cost != "$0.0093" {
 		t.Errorf("header usage %q cost %q", got.Usage, got.Cost)
 	}
-	if got.Breakdown != "input $0.0064 · cached input $0.0024 · cache writes $0 · output $0.0005 (reasoning $0.0002)" {
+	if got.Breakdown != "input $0.0064 · cached input $0.0024 · cache writes $0 · output $0.00048 (reasoning $0.00020)" {
 		t.Errorf("breakdown %q", got.Breakdown)
 	}
 	if !strings.Contains(got.Budget, "of the $0.0116 budget") {
