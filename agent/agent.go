@@ -550,10 +550,10 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 		nudges = append(nudges, m)
 	}
 	a.compactHistory(sctx, &item)
-	msgs := a.messages(&st, n, i, offered, nudges)
+	prompt := a.stepPrompt(&st, n, i, offered, nudges)
 	a.readState = nil
 
-	out, fin, err := a.ask(sctx, msgs, offered, &item)
+	out, fin, err := a.ask(sctx, prompt.Request(), offered, &item)
 	switch {
 	case err != nil:
 		item.Error = a.secrets.scrub(err.Error())
@@ -666,13 +666,12 @@ func (a *Agent) stepStarted(ctx context.Context, n int) {
 // ask calls the model under LLMTimeout and parses the reply. An empty reply
 // (no content, or no action) is asked once more; a second one ends the run
 // with a failed done (fin). A malformed reply is an *OutputError.
-func (a *Agent) ask(ctx context.Context, msgs []llm.Message, offered []ActionSpec, item *HistoryItem) (*AgentOutput, *ActionResult, error) {
+func (a *Agent) ask(ctx context.Context, req llm.Request, offered []ActionSpec, item *HistoryItem) (*AgentOutput, *ActionResult, error) {
 	mode, planning := a.set.ReplyMode, a.set.planning()
-	schema := replySchema(offered, a.set.MaxActionsPerStep, mode, planning)
 	for attempt := 0; attempt < 2; attempt++ {
 		lctx, cancel := llm.WithAttemptTimeout(ctx, a.set.LLMTimeout) // per attempt; the step bounds the whole call
 		start := time.Now()
-		resp, err := a.model.Generate(lctx, llm.Request{Messages: msgs, Schema: schema})
+		resp, err := a.model.Generate(lctx, req)
 		cancel()
 		item.ModelTime += time.Since(start)
 		if resp != nil {
@@ -688,7 +687,7 @@ func (a *Agent) ask(ctx context.Context, msgs []llm.Message, offered []ActionSpe
 		}
 		if empty {
 			a.log.Info("agent: model returned no action", zap.Int("step", item.Step), zap.Int("attempt", attempt+1))
-			msgs = append(append([]llm.Message(nil), msgs...), llm.UserMessage(llm.Text("Your reply contained no action. Reply with the JSON object described above, with at least one action in \"action\" (use done if you are finished).")))
+			req.Messages = append(append([]llm.Message(nil), req.Messages...), llm.UserMessage(llm.Text("Your reply contained no action. Reply with the JSON object described above, with at least one action in \"action\" (use done if you are finished).")))
 			continue
 		}
 		switch {
@@ -719,14 +718,14 @@ func structuredDone(schema json.RawMessage) (*ActionSpec, json.RawMessage, error
 		return nil, nil, fmt.Errorf("%w: OutputSchema: %v", ErrSettings, err)
 	}
 	params, err := normalizeSchema(json.RawMessage(`{"type":"object","properties":{` +
-		`"success":{"type":"boolean","description":"true only if the task is complete and verified"},` +
+		`"success":{"type":"boolean"},` +
 		`"data":` + string(data) + `},"required":["success","data"],"additionalProperties":false}`))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: OutputSchema: %v", ErrSettings, err)
 	}
 	spec := &ActionSpec{
 		Name:        "done",
-		Description: "Finish the task with the structured answer in data (it must follow the schema). Must be the only action of its step.",
+		Description: "Finish with the answer in data, as <expected_output> says.",
 		Params:      params,
 		Risk:        RiskRead,
 		Run: func(_ context.Context, _ *ActionContext, raw json.RawMessage) (ActionResult, error) {

@@ -17,57 +17,58 @@ import (
 )
 
 // Parameter types of the built-in actions (their schemas are derived by
-// SchemaOf, like a custom action's).
+// SchemaOf, like a custom action's). Their fields have no descriptions:
+// what the model needs to know is in the action's description, sent once.
 type (
 	// NavigateParams are navigate's parameters.
 	NavigateParams struct {
-		URL    string `json:"url" description:"absolute URL to open"`
-		NewTab bool   `json:"new_tab,omitempty" description:"open in a new tab"`
+		URL    string `json:"url"`
+		NewTab bool   `json:"new_tab,omitempty"`
 	}
 	// SearchParams are search's parameters.
 	SearchParams struct {
 		Query  string `json:"query"`
-		Engine string `json:"engine,omitempty" enum:"duckduckgo,google,bing" description:"default: the agent's search engine"`
+		Engine string `json:"engine,omitempty" enum:"duckduckgo,google,bing"`
 	}
 	// NoParams is the parameter type of actions without parameters (go_back).
 	NoParams struct{}
 	// WaitParams are wait's parameters.
 	WaitParams struct {
-		Seconds int `json:"seconds,omitempty" description:"seconds to wait (default 3, at most 30)"`
+		Seconds int `json:"seconds,omitempty"`
 	}
 	// IndexParams name one element (click, hover, dropdown_options).
 	IndexParams struct {
-		Index int `json:"index" description:"element index from the current browser state"`
+		Index int `json:"index"`
 	}
 	// InputParams are input's parameters.
 	InputParams struct {
-		Index int    `json:"index" description:"element index; 0 types into the focused element"`
-		Text  string `json:"text" description:"text to type; <secret>name</secret> types a secret"`
-		Clear *bool  `json:"clear,omitempty" description:"clear the field first (default true)"`
+		Index int    `json:"index"`
+		Text  string `json:"text"`
+		Clear *bool  `json:"clear,omitempty"`
 	}
 	// UploadParams are upload_file's parameters.
 	UploadParams struct {
-		Index int    `json:"index" description:"the file input (or an element next to it)"`
-		Path  string `json:"path" description:"a file from available_file_paths or the agent's files"`
+		Index int    `json:"index"`
+		Path  string `json:"path"`
 	}
 	// TabParams name a tab (switch_tab, close_tab).
 	TabParams struct {
-		TabID string `json:"tab_id" description:"the 4-character tab id"`
+		TabID string `json:"tab_id"`
 	}
 	// ExtractParams are extract's parameters.
 	ExtractParams struct {
-		Query         string `json:"query" description:"what to extract from the page"`
-		StartFromChar int    `json:"start_from_char,omitempty" description:"continue a long page from this offset"`
+		Query         string `json:"query"`
+		StartFromChar int    `json:"start_from_char,omitempty"`
 	}
 	// ScrollParams are scroll's parameters.
 	ScrollParams struct {
-		Down  *bool    `json:"down,omitempty" description:"true (default) scrolls down, false up"`
-		Pages *float64 `json:"pages,omitempty" description:"viewport heights to scroll (default 1)"`
-		Index *int     `json:"index,omitempty" description:"scroll this scrollable element instead of the page"`
+		Down  *bool    `json:"down,omitempty"`
+		Pages *float64 `json:"pages,omitempty"`
+		Index *int     `json:"index,omitempty"`
 	}
 	// KeysParams are send_keys' parameters.
 	KeysParams struct {
-		Keys string `json:"keys" description:"keys or combinations, e.g. Enter, Escape, Control+a"`
+		Keys string `json:"keys"`
 	}
 	// TextParams are find_text's parameters.
 	TextParams struct {
@@ -76,16 +77,16 @@ type (
 	// SelectParams are select_dropdown's parameters.
 	SelectParams struct {
 		Index int    `json:"index"`
-		Text  string `json:"text" description:"the option's exact text (or value)"`
-		Clear bool   `json:"clear,omitempty" description:"multi-select: deselect the others first"`
+		Text  string `json:"text"`
+		Clear bool   `json:"clear,omitempty"`
 	}
 	// EvaluateParams are evaluate's parameters.
 	EvaluateParams struct {
-		Code string `json:"code" description:"JavaScript expression (may return a promise); its JSON value is returned"`
+		Code string `json:"code"`
 	}
 	// ScreenshotParams are screenshot's parameters.
 	ScreenshotParams struct {
-		FileName string `json:"file_name,omitempty" description:"also save it as this .png in the files folder"`
+		FileName string `json:"file_name,omitempty"`
 	}
 	// WriteFileParams are write_file's parameters.
 	WriteFileParams struct {
@@ -105,8 +106,8 @@ type (
 	}
 	// DoneParams are done's parameters (without an output schema).
 	DoneParams struct {
-		Text    string `json:"text" description:"the final answer for the user"`
-		Success bool   `json:"success" description:"true only if the task is complete and verified"`
+		Text    string `json:"text"`
+		Success bool   `json:"success"`
 	}
 )
 
@@ -123,10 +124,10 @@ func DefaultRegistry() *Registry {
 			panic(err) // programming error in the built-ins
 		}
 	}
-	must(Register(r, "navigate", "Open a URL in the current tab (or a new one).", func(ctx context.Context, ac *ActionContext, p NavigateParams) (ActionResult, error) {
+	must(Register(r, "navigate", "Open a URL.", func(ctx context.Context, ac *ActionContext, p NavigateParams) (ActionResult, error) {
 		return ac.navigate(ctx, p.URL, p.NewTab)
 	}, WithRisk(RiskNavigate), Terminating()))
-	must(Register(r, "search", "Search the web for a query.", func(ctx context.Context, ac *ActionContext, p SearchParams) (ActionResult, error) {
+	must(Register(r, "search", "Search the web.", func(ctx context.Context, ac *ActionContext, p SearchParams) (ActionResult, error) {
 		engine := p.Engine
 		if engine == "" {
 			engine = ac.agent.set.SearchEngine
@@ -137,11 +138,11 @@ func DefaultRegistry() *Registry {
 		}
 		return ac.navigate(ctx, u, false)
 	}, WithRisk(RiskNavigate), Terminating()))
-	must(Register(r, "go_back", "Go back to the previous page of this tab.", func(ctx context.Context, ac *ActionContext, _ NoParams) (ActionResult, error) {
+	must(Register(r, "go_back", "", func(ctx context.Context, ac *ActionContext, _ NoParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.GoBack, events.GoBackEvent{})
 		return outcomeResult("Went back", res.Outcome), err
 	}, WithRisk(RiskNavigate), Terminating()))
-	must(Register(r, "wait", "Wait for the page (loading, animations).", func(ctx context.Context, ac *ActionContext, p WaitParams) (ActionResult, error) {
+	must(Register(r, "wait", "Default 3, at most 30.", func(ctx context.Context, ac *ActionContext, p WaitParams) (ActionResult, error) {
 		d := 3 * time.Second
 		if p.Seconds > 0 {
 			d = time.Duration(p.Seconds) * time.Second
@@ -153,11 +154,11 @@ func DefaultRegistry() *Registry {
 		}
 		return ActionResult{Text: fmt.Sprintf("Waited %s.", d)}, nil
 	}, WithRisk(RiskRead)))
-	must(Register(r, "click", "Click an element by index.", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
+	must(Register(r, "click", "", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.ClickElement, events.ClickElementEvent{Target: events.Target{Index: p.Index}})
 		return outcomeResult(fmt.Sprintf("Clicked element %d", p.Index), res.Outcome), err
 	}, WithRisk(RiskSubmit), TargetsElement()))
-	must(Register(r, "input", "Type text into an input element by index.", func(ctx context.Context, ac *ActionContext, p InputParams) (ActionResult, error) {
+	must(Register(r, "input", "Type (clears first; index 0: the focused element).", func(ctx context.Context, ac *ActionContext, p InputParams) (ActionResult, error) {
 		text, key, err := ac.agent.secrets.resolve(p.Text, ac.currentURL())
 		if err != nil {
 			return ActionResult{}, err
@@ -174,7 +175,7 @@ func DefaultRegistry() *Registry {
 		}
 		return r, err
 	}, WithRisk(RiskInput), TargetsElement()))
-	must(Register(r, "upload_file", "Upload a local file into a file input.", func(ctx context.Context, ac *ActionContext, p UploadParams) (ActionResult, error) {
+	must(Register(r, "upload_file", "path: from available_file_paths or your files.", func(ctx context.Context, ac *ActionContext, p UploadParams) (ActionResult, error) {
 		path, err := ac.uploadPath(p.Path)
 		if err != nil {
 			return ActionResult{}, err
@@ -182,7 +183,7 @@ func DefaultRegistry() *Registry {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.UploadFile, events.UploadFileEvent{Target: events.Target{Index: p.Index}, Paths: []string{path}})
 		return outcomeResult(fmt.Sprintf("Uploaded %s to element %d", filepath.Base(path), p.Index), res.Outcome), err
 	}, WithRisk(RiskUpload), TargetsElement()))
-	must(Register(r, "switch_tab", "Switch to another tab by its 4-character id.", func(ctx context.Context, ac *ActionContext, p TabParams) (ActionResult, error) {
+	must(Register(r, "switch_tab", "", func(ctx context.Context, ac *ActionContext, p TabParams) (ActionResult, error) {
 		id, err := ac.Browser.ResolveTab(p.TabID)
 		if err != nil {
 			return ActionResult{}, fmt.Errorf("no tab %q: %w", p.TabID, err)
@@ -193,7 +194,7 @@ func DefaultRegistry() *Registry {
 		}
 		return ActionResult{Text: fmt.Sprintf("Switched to tab %s (%s).", TabRef(sw.TargetID), sw.URL)}, nil
 	}, WithRisk(RiskNavigate), Terminating()))
-	must(Register(r, "close_tab", "Close a tab by its 4-character id.", func(ctx context.Context, ac *ActionContext, p TabParams) (ActionResult, error) {
+	must(Register(r, "close_tab", "", func(ctx context.Context, ac *ActionContext, p TabParams) (ActionResult, error) {
 		id, err := ac.Browser.ResolveTab(p.TabID)
 		if err != nil {
 			return ActionResult{}, fmt.Errorf("no tab %q: %w", p.TabID, err)
@@ -203,10 +204,10 @@ func DefaultRegistry() *Registry {
 		}
 		return ActionResult{Text: fmt.Sprintf("Closed tab %s.", TabRef(id))}, nil
 	}, WithRisk(RiskNavigate)))
-	must(Register(r, "extract", "Answer a question from the page's full text (for information not in the element list).", func(ctx context.Context, ac *ActionContext, p ExtractParams) (ActionResult, error) {
+	must(Register(r, "extract", "Ask a question about the page's whole text.", func(ctx context.Context, ac *ActionContext, p ExtractParams) (ActionResult, error) {
 		return ac.extract(ctx, p)
 	}, WithRisk(RiskRead)))
-	must(Register(r, "scroll", "Scroll the page (or a scrollable element) by viewport heights.", func(ctx context.Context, ac *ActionContext, p ScrollParams) (ActionResult, error) {
+	must(Register(r, "scroll", "Default: the page, down 1 page.", func(ctx context.Context, ac *ActionContext, p ScrollParams) (ActionResult, error) {
 		dir, word := events.ScrollDown, "down"
 		if p.Down != nil && !*p.Down {
 			dir, word = events.ScrollUp, "up"
@@ -230,15 +231,15 @@ func DefaultRegistry() *Registry {
 		}
 		return outcomeResult(what, res.Outcome), err
 	}, WithRisk(RiskRead), TargetsElement()))
-	must(Register(r, "send_keys", "Press keys or key combinations in the focused element.", func(ctx context.Context, ac *ActionContext, p KeysParams) (ActionResult, error) {
+	must(Register(r, "send_keys", "e.g. Enter, Escape, Control+a.", func(ctx context.Context, ac *ActionContext, p KeysParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.SendKeys, events.SendKeysEvent{Keys: p.Keys})
 		return outcomeResult(fmt.Sprintf("Sent keys %q", p.Keys), res.Outcome), err
 	}, WithRisk(RiskSubmit)))
-	must(Register(r, "find_text", "Scroll to a text on the page.", func(ctx context.Context, ac *ActionContext, p TextParams) (ActionResult, error) {
+	must(Register(r, "find_text", "Scroll to a text.", func(ctx context.Context, ac *ActionContext, p TextParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.ScrollToText, events.ScrollToTextEvent{Text: p.Text})
 		return outcomeResult(fmt.Sprintf("Scrolled to %q", p.Text), res.Outcome), err
 	}, WithRisk(RiskRead)))
-	must(Register(r, "dropdown_options", "List the options of a dropdown (<select> or listbox).", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
+	must(Register(r, "dropdown_options", "", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.GetDropdownOptions, events.GetDropdownOptionsEvent{Target: events.Target{Index: p.Index}})
 		if err != nil {
 			return ActionResult{}, err
@@ -253,15 +254,15 @@ func DefaultRegistry() *Registry {
 		}
 		return ActionResult{Text: fmt.Sprintf("Element %d has %d options (listed in read_state).", p.Index, len(res.Options)), ReadOnce: b.String()}, nil
 	}, WithRisk(RiskRead), TargetsElement()))
-	must(Register(r, "select_dropdown", "Select a dropdown option by its text; on a multi-select it adds to the selection (clear: only this one).", func(ctx context.Context, ac *ActionContext, p SelectParams) (ActionResult, error) {
+	must(Register(r, "select_dropdown", "Pick an option by its text (clear: unselect the others).", func(ctx context.Context, ac *ActionContext, p SelectParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.SelectDropdownOption, events.SelectDropdownOptionEvent{Target: events.Target{Index: p.Index}, Text: p.Text, Clear: p.Clear})
 		return outcomeResult(fmt.Sprintf("Selected %q in element %d", res.Selected.Text, p.Index), res.Outcome), err
 	}, WithRisk(RiskInput), TargetsElement()))
-	must(Register(r, "hover", "Move the mouse over an element (menus that open on hover).", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
+	must(Register(r, "hover", "", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.Hover, events.HoverEvent{Target: events.Target{Index: p.Index}})
 		return outcomeResult(fmt.Sprintf("Hovered element %d", p.Index), res.Outcome), err
 	}, WithRisk(RiskRead), TargetsElement()))
-	must(Register(r, "evaluate", "Run a JavaScript expression in the page and return its JSON value (last resort; it ends the batch).", func(ctx context.Context, ac *ActionContext, p EvaluateParams) (ActionResult, error) {
+	must(Register(r, "evaluate", "Run a JavaScript expression, get its JSON value. Last resort.", func(ctx context.Context, ac *ActionContext, p EvaluateParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.Evaluate, events.EvaluateEvent{Code: p.Code, MaxResultBytes: DefaultEvaluateResultCap})
 		if err != nil {
 			return outcomeResult("Evaluated", res.Outcome), err
@@ -279,7 +280,7 @@ func DefaultRegistry() *Registry {
 		}
 		return r, nil
 	}, WithRisk(RiskScript), Terminating()))
-	must(Register(r, "screenshot", "Ask for a screenshot of the page with the next state.", func(ctx context.Context, ac *ActionContext, p ScreenshotParams) (ActionResult, error) {
+	must(Register(r, "screenshot", "Get a screenshot with the next state; file_name also saves it (.png).", func(ctx context.Context, ac *ActionContext, p ScreenshotParams) (ActionResult, error) {
 		r := ActionResult{WantScreenshot: true, Text: "A screenshot will be attached to the next state."}
 		if p.FileName != "" {
 			name := p.FileName
@@ -303,7 +304,7 @@ func DefaultRegistry() *Registry {
 		return r, nil
 	}, WithRisk(RiskRead)))
 	registerPageActions(r, must)
-	must(Register(r, "write_file", "Write (or append to) a file in your file system.", func(_ context.Context, ac *ActionContext, p WriteFileParams) (ActionResult, error) {
+	must(Register(r, "write_file", "", func(_ context.Context, ac *ActionContext, p WriteFileParams) (ActionResult, error) {
 		if err := ac.FileSystem.Write(p.FileName, p.Content, p.Append); err != nil {
 			return ActionResult{}, err
 		}
@@ -313,21 +314,21 @@ func DefaultRegistry() *Registry {
 		}
 		return ActionResult{Text: fmt.Sprintf("%s %d characters to %s.", verb, len(p.Content), p.FileName)}, nil
 	}, WithRisk(RiskInput)))
-	must(Register(r, "read_file", "Read a file of your file system (shown once in read_state).", func(_ context.Context, ac *ActionContext, p ReadFileParams) (ActionResult, error) {
+	must(Register(r, "read_file", "", func(_ context.Context, ac *ActionContext, p ReadFileParams) (ActionResult, error) {
 		c, err := ac.FileSystem.Read(p.FileName)
 		if err != nil {
 			return ActionResult{}, err
 		}
 		return ActionResult{Text: fmt.Sprintf("Read %s (%d characters, in read_state).", p.FileName, len(c)), ReadOnce: c}, nil
 	}, WithRisk(RiskRead)))
-	must(Register(r, "replace_file", "Replace every occurrence of a string in a file.", func(_ context.Context, ac *ActionContext, p ReplaceFileParams) (ActionResult, error) {
+	must(Register(r, "replace_file", "", func(_ context.Context, ac *ActionContext, p ReplaceFileParams) (ActionResult, error) {
 		n, err := ac.FileSystem.Replace(p.FileName, p.OldStr, p.NewStr)
 		if err != nil {
 			return ActionResult{}, err
 		}
 		return ActionResult{Text: fmt.Sprintf("Replaced %d occurrence(s) in %s.", n, p.FileName)}, nil
 	}, WithRisk(RiskInput)))
-	must(Register(r, "done", "Finish the task: the final answer and whether it succeeded. Must be the only action of its step.", func(_ context.Context, _ *ActionContext, p DoneParams) (ActionResult, error) {
+	must(Register(r, "done", "Finish with the whole answer.", func(_ context.Context, _ *ActionContext, p DoneParams) (ActionResult, error) {
 		return ActionResult{Done: true, Success: p.Success, Text: p.Text}, nil
 	}, WithRisk(RiskRead)))
 	r.markBuiltin()

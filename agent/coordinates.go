@@ -19,16 +19,16 @@ var CoordinateClickModels = []string{"claude-sonnet-4", "claude-opus-4", "claude
 // ClickParams are click's parameters when coordinate clicks are offered:
 // an index, or a point of the screenshot.
 type ClickParams struct {
-	Index       *int     `json:"index,omitempty" description:"element index from the current browser state"`
-	CoordinateX *float64 `json:"coordinate_x,omitempty" description:"or: x of a point in the screenshot, in pixels"`
-	CoordinateY *float64 `json:"coordinate_y,omitempty" description:"with coordinate_x: y of the point"`
+	Index       *int     `json:"index,omitempty"`
+	CoordinateX *float64 `json:"coordinate_x,omitempty"`
+	CoordinateY *float64 `json:"coordinate_y,omitempty"`
 }
 
 // coordinateClickSpec is the built-in click with coordinates, offered in
 // place of the index-only click (Settings.CoordinateClicks).
 var coordinateClickSpec = func() ActionSpec {
 	r := NewRegistry()
-	if err := Register(r, "click", "Click an element by index, or a point of the screenshot by coordinates.", coordinateClick, WithRisk(RiskSubmit), TargetsElement()); err != nil {
+	if err := Register(r, "click", "Click an element by index, or a point of the screenshot (its pixels).", coordinateClick, WithRisk(RiskSubmit), TargetsElement()); err != nil {
 		panic(err) // programming error in the built-ins
 	}
 	s, _ := r.Get("click")

@@ -14,6 +14,7 @@ import (
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/openai"
 	"github.com/browseragent/browseragent/agent/llm/scripted"
+	"github.com/browseragent/browseragent/events"
 )
 
 // chatServer is a local OpenAI-compatible endpoint (/v1/chat/completions)
@@ -133,15 +134,17 @@ func sentSchemaKeys(t *testing.T, body []byte) (keys string, strict bool, system
 
 // A flash-mode run over the openai provider and a local OpenAI-compatible
 // server, on the form in Chromium: every request carries the two-field
-// schema (strict) and the flash prompt, and the run completes; the same run
-// in the default mode carries the full schema and prompt.
+// schema (compact: sent non-strict, the actions are in the prompt) and the
+// flash prompt, and the run completes; the same run in the default reply
+// mode with the full action schema carries the full schema (strict) and
+// the default prompt without an action list.
 func TestAgentFlashOverOpenAI(t *testing.T) {
 	type runOut struct {
 		bodies [][]byte
 		usage  []llm.Usage
 		hist   *agent.History
 	}
-	runMode := func(t *testing.T, mode agent.ReplyMode) runOut {
+	runMode := func(t *testing.T, mode agent.ReplyMode, form agent.ActionSchema) runOut {
 		env, s := newSession(t)
 		script := scripted.New([]scripted.Step{
 			{Actions: []scripted.Action{
@@ -160,6 +163,7 @@ func TestAgentFlashOverOpenAI(t *testing.T) {
 		}
 		set := settings(t)
 		set.ReplyMode = mode
+		set.ActionSchema = form
 		a, err := agent.New("Open "+env.URL("/agent-form.html")+" and sign up Ada Lovelace (ada@example.com) on the Pro plan.", model, s, set)
 		if err != nil {
 			t.Fatal(err)
@@ -175,13 +179,17 @@ func TestAgentFlashOverOpenAI(t *testing.T) {
 		return runOut{bodies, usage, a.History()}
 	}
 
-	flash := runMode(t, agent.ReplyFlash)
+	flash := runMode(t, agent.ReplyFlash, agent.ActionSchemaCompact)
+	flashPrompt := renderedSystem(t, agent.Settings{ReplyMode: agent.ReplyFlash, Vision: agent.VisionOff})
+	if !strings.HasPrefix(flashPrompt, agent.SystemPromptFor(agent.DefaultMaxActionsPerStep, agent.ReplyFlash, true)+"\n\n# Actions\n") {
+		t.Fatalf("the compact flash prompt is not the flash prompt and the action list:\n%s", flashPrompt)
+	}
 	for i, b := range flash.bodies {
 		keys, strict, sys := sentSchemaKeys(t, b)
-		if keys != "memory action" || !strict {
+		if keys != "memory action" || strict {
 			t.Fatalf("flash request %d: schema keys %q strict=%v", i, keys, strict)
 		}
-		if sys != agent.SystemPromptFor(agent.DefaultMaxActionsPerStep, agent.ReplyFlash, true) {
+		if sys != flashPrompt {
 			t.Fatalf("flash request %d: not the flash prompt:\n%s", i, sys)
 		}
 		for _, no := range []string{"thinking", "evaluation_previous_goal", "next_goal", "plan_update"} {
@@ -196,7 +204,7 @@ func TestAgentFlashOverOpenAI(t *testing.T) {
 		}
 	}
 
-	full := runMode(t, agent.ReplyFull)
+	full := runMode(t, agent.ReplyFull, agent.ActionSchemaFull)
 	for i, b := range full.bodies {
 		keys, strict, sys := sentSchemaKeys(t, b)
 		if keys != "thinking evaluation_previous_goal memory next_goal plan_update current_plan_item action" || !strict {
@@ -219,4 +227,15 @@ func TestAgentFlashOverOpenAI(t *testing.T) {
 	if avg(flash.usage) >= avg(full.usage) {
 		t.Fatal("flash replies are not shorter")
 	}
+}
+
+// renderedSystem is the system prompt a run with set sends (it does not
+// depend on the page).
+func renderedSystem(t *testing.T, set agent.Settings) string {
+	t.Helper()
+	p, err := agent.RenderPrompt(set, "any task", &events.BrowserState{URL: "about:blank"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Messages[0].TextContent()
 }

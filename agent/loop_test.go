@@ -106,7 +106,17 @@ func kinds(evs []agenttest.Event) []string {
 	return out
 }
 
+// After MaxFailures failed steps the model gets one step offering only
+// done: in the full form the reply schema has done alone; in the compact
+// form the schema stays the run's (a stable prefix) and the parser refuses
+// any other action.
 func TestLoopFailuresThenForcedDone(t *testing.T) {
+	for _, form := range []agent.ActionSchema{agent.ActionSchemaCompact, agent.ActionSchemaFull} {
+		t.Run(string(form), func(t *testing.T) { testForcedDone(t, form) })
+	}
+}
+
+func testForcedDone(t *testing.T, form agent.ActionSchema) {
 	b := agenttest.New(t, formSite()...)
 	var steps []scripted.Step
 	for range 5 {
@@ -114,7 +124,9 @@ func TestLoopFailuresThenForcedDone(t *testing.T) {
 	}
 	steps = append(steps, scripted.Step{Action: "done", Params: map[string]any{"text": "could not find the button", "success": false}})
 	model := scripted.New(steps)
-	a := newAgent(t, "Sign up", model, b, settings(t))
+	set := settings(t)
+	set.ActionSchema = form
+	a := newAgent(t, "Sign up", model, b, set)
 	res := run(t, a, model)
 	if !res.Done || res.Success || res.FinalText != "could not find the button" {
 		t.Fatalf("result %+v", res)
@@ -136,9 +148,21 @@ func TestLoopFailuresThenForcedDone(t *testing.T) {
 	if err := json.Unmarshal(last.Schema.JSON, &sch); err != nil {
 		t.Fatal(err)
 	}
-	alts := sch["properties"].(map[string]any)["action"].(map[string]any)["items"].(map[string]any)["anyOf"].([]any)
-	if len(alts) != 1 || !strings.Contains(fmt.Sprint(alts[0]), "done") {
-		t.Fatalf("forced step offers %d actions", len(alts))
+	items := sch["properties"].(map[string]any)["action"].(map[string]any)["items"].(map[string]any)
+	if form == agent.ActionSchemaFull {
+		alts, _ := items["anyOf"].([]any)
+		if len(alts) != 1 || !strings.Contains(fmt.Sprint(alts[0]), "done") {
+			t.Fatalf("forced step offers %d actions", len(alts))
+		}
+	} else {
+		if !last.Schema.Loose || string(last.Schema.JSON) != string(reqs[4].Schema.JSON) {
+			t.Fatalf("the compact schema changed on the forced step: %s", last.Schema.JSON)
+		}
+		// The parser is what holds the model to done on this step.
+		_, err := agent.ParseOutput(`{"action":[{"click":{"index":1}}]}`, []agent.ActionSpec{mustSpec(t, "done")}, 5)
+		if !errors.Is(err, agent.ErrUnknownAction) || !strings.Contains(err.Error(), "available: done") {
+			t.Fatalf("a click on the forced step: %v", err)
+		}
 	}
 	h := a.History()
 	for _, it := range h.Items[:5] {
@@ -149,6 +173,16 @@ func TestLoopFailuresThenForcedDone(t *testing.T) {
 	if n := len(b.Events(events.ClickElement.Name)); n != 5 {
 		t.Fatalf("%d clicks dispatched, want 5", n)
 	}
+}
+
+// mustSpec is a built-in action's spec.
+func mustSpec(t *testing.T, name string) agent.ActionSpec {
+	t.Helper()
+	s, ok := agent.DefaultRegistry().Get(name)
+	if !ok {
+		t.Fatalf("no built-in %q", name)
+	}
+	return s
 }
 
 func TestLoopFailuresStopWhenForcedAnswerFails(t *testing.T) {
@@ -798,11 +832,17 @@ func TestLoopCustomAction(t *testing.T) {
 		t.Fatalf("custom action got %+v (state %v)", got, sawState)
 	}
 	reqs := model.Requests()
-	if txt := userText(reqs[1]); !strings.Contains(txt, "parameters do not fit") || !strings.Contains(txt, "purple") {
+	// The error quotes the action's signature so that the model can fix
+	// its call.
+	if txt := userText(reqs[1]); !strings.Contains(txt, "parameters do not fit") || !strings.Contains(txt, "purple") ||
+		!strings.Contains(txt, "its parameters are paint{color: red|green (a color name), count: int, note?}") {
 		t.Fatalf("enum violation not reported:\n%s", txt)
 	}
-	if txt := userText(reqs[0]); strings.Contains(txt, "elsewhere:") || !strings.Contains(txt, "paint: Paint things") {
-		t.Fatalf("offered actions wrong:\n%s", txt)
+	// The action is listed once, in the system prompt; the action of
+	// another domain nowhere.
+	sys, txt := reqs[0].Messages[0].TextContent(), userText(reqs[0])
+	if !strings.Contains(sys, "\npaint{color: red|green (a color name), count: int, note?}: Paint things\n") || strings.Contains(sys+txt, "elsewhere") || strings.Contains(txt, "paint") {
+		t.Fatalf("offered actions wrong:\n%s\n%s", sys, txt)
 	}
 	if txt := userText(reqs[2]); !strings.Contains(txt, "painted 3 green") {
 		t.Fatalf("custom result not shown:\n%s", txt)

@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -31,7 +33,8 @@ func execPrompt(name string, data any) string {
 }
 
 // SystemPrompt returns the default system prompt for maxActions actions per
-// step: ReplyFull with planning (prompts/system.md).
+// step: ReplyFull with planning (prompts/system.md), without the action
+// list (see Prompt for the system prompt a run sends).
 func SystemPrompt(maxActions int) string {
 	return SystemPromptFor(maxActions, ReplyFull, true)
 }
@@ -39,7 +42,8 @@ func SystemPrompt(maxActions int) string {
 // SystemPromptFor returns the system prompt of a reply mode: the sections
 // of prompts/system.md that mode asks for (the reply format lists exactly
 // the mode's fields; the plan advice only when planning is on, never in
-// ReplyFlash).
+// ReplyFlash). In ActionSchemaCompact the agent appends the action list
+// (RenderPrompt shows the whole text).
 func SystemPromptFor(maxActions int, mode ReplyMode, planning bool) string {
 	return execPrompt("system.md", struct {
 		MaxActions                int
@@ -47,28 +51,104 @@ func SystemPromptFor(maxActions int, mode ReplyMode, planning bool) string {
 	}{maxActions, mode == ReplyFull || mode == "", mode != ReplyFlash, planning && mode != ReplyFlash})
 }
 
-func (a *Agent) systemPrompt() string {
-	if a.set.OverrideSystemPrompt != "" {
-		return a.set.OverrideSystemPrompt
+// actionsHeading opens the action list of the compact system prompt.
+const actionsHeading = "\n\n# Actions\n\n\"?\": optional; untyped: string.\n"
+
+// systemPrompt returns the system prompt's text (OverrideSystemPrompt, or
+// the mode's prompt plus ExtendSystemPrompt) and, in ActionSchemaCompact,
+// the action list that follows it: every action offered on any page
+// (domain-restricted actions are listed in the user message where they
+// apply), so that the whole system prompt is the same on every step.
+func (a *Agent) systemPrompt() (text, actions string) {
+	text = a.set.OverrideSystemPrompt
+	if text == "" {
+		text = SystemPromptFor(a.set.MaxActionsPerStep, a.set.ReplyMode, a.set.planning())
+		if a.set.ExtendSystemPrompt != "" {
+			text += "\n\n" + a.set.ExtendSystemPrompt
+		}
 	}
-	p := SystemPromptFor(a.set.MaxActionsPerStep, a.set.ReplyMode, a.set.planning())
-	if a.set.ExtendSystemPrompt != "" {
-		p += "\n\n" + a.set.ExtendSystemPrompt
+	if a.set.ActionSchema == ActionSchemaCompact {
+		actions = actionsHeading + strings.TrimSuffix(actionList(a.offered("", false)), "\n")
 	}
-	return p
+	return text, actions
 }
 
-// messages builds this step's request: the system prompt and one user
-// message rebuilt from scratch (not a growing chat), then the nudges and the
-// screenshot. Every text goes through the secret scrubber.
-func (a *Agent) messages(st *events.BrowserState, n, i int, offered []ActionSpec, nudges []string) []llm.Message {
-	var b strings.Builder
+// Prompt is one step's request as the model gets it, with its parts named:
+// what RenderPrompt returns and the loop sends.
+type Prompt struct {
+	// Messages are the system message (one text part, a cache breakpoint)
+	// and the user message: a first text part ending after
+	// </agent_history> (a cache breakpoint), a second with the rest of the
+	// state, one part per nudge, then the screenshot when vision applies.
+	Messages []llm.Message
+	// Schema is the reply schema.
+	Schema *llm.Schema
+	// CacheKey is the request's llm.Request.CacheKey: "ba-" and 16 hex
+	// digits of the SHA-256 of the system prompt and the schema, the same
+	// on every step whose prefix is the same.
+	CacheKey string
+	// Parts are the texts of Messages, named and in order: the texts of
+	// the parts of one message concatenated are that message's text parts.
+	Parts []PromptPart
+}
+
+// PromptPart is a named piece of a Prompt.
+type PromptPart struct {
+	// Name is "system" or "actions" (the system message), or a section of
+	// the user message: "user_request", "expected_output",
+	// "agent_history", "agent_state", "browser_state", "elements" (the
+	// page's element text inside browser_state), "browser_state_end",
+	// "read_state", "page_specific_actions", "step_info", "nudge",
+	// "screenshot".
+	Name string
+	// Role is the message the part is in.
+	Role llm.Role
+	// Text is the part's text, as sent (secrets scrubbed).
+	Text string
+	// Image is the screenshot's bytes (the "screenshot" part only).
+	Image []byte
+	// Fixed marks text that is neither the task, the history, the page's
+	// element text, read_state nor a nudge: the overhead of every step.
+	Fixed bool
+}
+
+// Request is the llm.Request of the prompt.
+func (p *Prompt) Request() llm.Request {
+	return llm.Request{Messages: p.Messages, Schema: p.Schema, CacheKey: p.CacheKey}
+}
+
+// cacheKey is Prompt.CacheKey for a system prompt and a schema.
+func cacheKey(system string, schema *llm.Schema) string {
+	h := sha256.New()
+	h.Write([]byte(system))
+	h.Write([]byte{0})
+	if schema != nil {
+		h.Write(schema.JSON)
+	}
+	return "ba-" + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// stepPrompt builds a step's prompt: the system prompt and one user message
+// rebuilt from scratch (not a growing chat), ordered from the most stable
+// text to the least (request, history, state, page, step info), then the
+// nudges and the screenshot. Every text goes through the secret scrubber.
+func (a *Agent) stepPrompt(st *events.BrowserState, n, i int, offered []ActionSpec, nudges []string) *Prompt {
+	p := &Prompt{Schema: replySchema(offered, a.set.MaxActionsPerStep, a.set.ReplyMode, a.set.planning(), a.set.ActionSchema)}
+	sysText, actions := a.systemPrompt()
+	add := func(role llm.Role, name, text string, fixed bool) {
+		if text != "" {
+			p.Parts = append(p.Parts, PromptPart{Name: name, Role: role, Text: a.secrets.scrub(text), Fixed: fixed})
+		}
+	}
+	add(llm.RoleSystem, "system", sysText, true)
+	add(llm.RoleSystem, "actions", actions, true)
 
 	a.mu.Lock()
 	tasks := append([]string(nil), a.tasks...)
 	items := append([]HistoryItem(nil), a.history.Items...)
 	a.mu.Unlock()
 
+	var b strings.Builder
 	if len(tasks) == 1 {
 		fmt.Fprintf(&b, "<user_request>\n%s\n</user_request>\n", tasks[0])
 	} else {
@@ -78,19 +158,18 @@ func (a *Agent) messages(st *events.BrowserState, n, i int, offered []ActionSpec
 		}
 		b.WriteString("</user_request>\n")
 	}
+	add(llm.RoleUser, "user_request", b.String(), false)
 	if a.outSch != nil {
-		sch, _ := json.Marshal(a.outSch)
-		fmt.Fprintf(&b, "<expected_output>\nFinish with done whose data follows this JSON schema:\n%s\n</expected_output>\n", sch)
+		add(llm.RoleUser, "expected_output", fmt.Sprintf("<expected_output>\nFinish with done whose data follows this JSON schema:\n%s\n</expected_output>\n", a.outSch), true)
 	}
+	add(llm.RoleUser, "agent_history", "<agent_history>\n"+a.historyText(items)+"</agent_history>\n", false)
+	stable := len(p.Parts) // the user parts before this index form the cached first part
 
-	b.WriteString("<agent_history>\n")
-	b.WriteString(a.historyText(items))
-	b.WriteString("</agent_history>\n")
-
+	b.Reset()
 	b.WriteString("<agent_state>\n")
 	if todo, err := a.fs.Read("todo.md"); err == nil {
 		if strings.TrimSpace(todo) == "" {
-			todo = "(empty: write a checklist to todo.md for long tasks)"
+			todo = "(empty)"
 		}
 		fmt.Fprintf(&b, "<todo_contents>\n%s\n</todo_contents>\n", todo)
 	}
@@ -107,45 +186,71 @@ func (a *Agent) messages(st *events.BrowserState, n, i int, offered []ActionSpec
 		fmt.Fprintf(&b, "<available_file_paths>\n%s\n</available_file_paths>\n", strings.Join(a.set.AvailableFilePaths, "\n"))
 	}
 	b.WriteString("</agent_state>\n")
+	add(llm.RoleUser, "agent_state", b.String(), true)
 
+	b.Reset()
 	b.WriteString("<browser_state>\n")
-	a.browserStateText(&b, st)
+	elems := a.browserStateText(&b, st)
 	b.WriteString("</browser_state>\n")
+	bs := b.String()
+	if at := strings.Index(bs, elems); elems != "" && at >= 0 {
+		add(llm.RoleUser, "browser_state", bs[:at], true)
+		add(llm.RoleUser, "elements", elems, false)
+		add(llm.RoleUser, "browser_state_end", bs[at+len(elems):], true)
+	} else {
+		add(llm.RoleUser, "browser_state", bs, true)
+	}
 
 	if len(a.readState) > 0 {
 		rs := strings.Join(a.readState, "\n\n")
 		if len(rs) > DefaultMaxReadStateChars {
 			rs = strings.ToValidUTF8(rs[:DefaultMaxReadStateChars], "") + "\n[... truncated]"
 		}
-		fmt.Fprintf(&b, "<read_state>\n%s\n</read_state>\n", rs)
+		add(llm.RoleUser, "read_state", fmt.Sprintf("<read_state>\n%s\n</read_state>\n", rs), false)
 	}
 
 	var pageSpecific []string
 	for _, s := range offered {
 		if len(s.Domains) > 0 {
-			pageSpecific = append(pageSpecific, s.Name+": "+s.Description)
+			pageSpecific = append(pageSpecific, actionLine(s))
 		}
 	}
-	if len(pageSpecific) > 0 {
-		fmt.Fprintf(&b, "<page_specific_actions>\n%s\n</page_specific_actions>\n", strings.Join(pageSpecific, "\n"))
+	if len(pageSpecific) > 0 && a.set.ActionSchema == ActionSchemaCompact {
+		add(llm.RoleUser, "page_specific_actions", fmt.Sprintf("<page_specific_actions>\n%s\n</page_specific_actions>\n", strings.Join(pageSpecific, "\n")), true)
 	}
-	b.WriteString("<available_actions>\n")
-	for _, s := range offered {
-		params := schemaProperties(s.Params)
-		fmt.Fprintf(&b, "%s: %s params=%s\n", s.Name, s.Description, params)
-	}
-	b.WriteString("</available_actions>\n")
-
-	fmt.Fprintf(&b, "<step_info>\nStep %d of %d (step number %d of the run). Today: %s\n</step_info>", i+1, a.set.MaxSteps, n, a.set.Now().Format("2006-01-02"))
-
-	parts := []llm.Part{llm.Text(a.secrets.scrub(b.String()))}
+	add(llm.RoleUser, "step_info", fmt.Sprintf("<step_info>\nStep %d of %d (step number %d of the run). Today: %s\n</step_info>", i+1, a.set.MaxSteps, n, a.set.Now().Format("2006-01-02")), true)
+	tail := len(p.Parts)
 	for _, m := range nudges {
-		parts = append(parts, llm.Text(a.secrets.scrub(m)))
+		add(llm.RoleUser, "nudge", m, false)
 	}
 	if caption, ok := a.screenshotCaption(st); ok {
-		parts = append(parts, llm.Text(caption), a.screenshotImage(st.Screenshot))
+		p.Parts = append(p.Parts, PromptPart{Name: "screenshot", Role: llm.RoleUser, Text: caption, Image: st.Screenshot})
 	}
-	return []llm.Message{llm.SystemMessage(a.systemPrompt()), llm.UserMessage(parts...)}
+
+	// The messages are the parts joined: the system message and the
+	// user message's first (stable) part end at a cache breakpoint.
+	var sys, head, state strings.Builder
+	user := []llm.Part{}
+	for j, pt := range p.Parts {
+		switch {
+		case pt.Role == llm.RoleSystem:
+			sys.WriteString(pt.Text)
+		case j < stable:
+			head.WriteString(pt.Text)
+		case j < tail:
+			state.WriteString(pt.Text)
+		case pt.Name == "screenshot":
+			user = append(user, llm.Text(pt.Text), a.screenshotImage(pt.Image))
+		default:
+			user = append(user, llm.Text(pt.Text))
+		}
+	}
+	system := llm.Part{Text: sys.String(), CacheBreakpoint: true}
+	first := llm.Part{Text: head.String(), CacheBreakpoint: true}
+	user = append([]llm.Part{first, llm.Text(state.String())}, user...)
+	p.Messages = []llm.Message{{Role: llm.RoleSystem, Parts: []llm.Part{system}}, llm.UserMessage(user...)}
+	p.CacheKey = cacheKey(system.Text, p.Schema)
+	return p
 }
 
 func placeholders(names []string) string {
@@ -249,9 +354,10 @@ func errorText(s string) string {
 	return shorten(s, DefaultHistoryErrorMaxLen)
 }
 
-// browserStateText renders <browser_state>.
-func (a *Agent) browserStateText(b *strings.Builder, st *events.BrowserState) {
-	writeBrowserState(b, st, a.set.MaxElementsChars)
+// browserStateText renders <browser_state>'s body and returns the page's
+// element text as written into it ("" when there is none).
+func (a *Agent) browserStateText(b *strings.Builder, st *events.BrowserState) string {
+	return writeBrowserState(b, st, a.set.MaxElementsChars)
 }
 
 // loadingHint is shown when the page seems not to have finished loading.
@@ -270,10 +376,12 @@ func BrowserStateText(st *events.BrowserState, maxChars int) string {
 	return b.String()
 }
 
-func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int) {
+// writeBrowserState writes <browser_state>'s body and returns the element
+// text it contains.
+func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int) string {
 	cur := TabRef(st.FocusedTarget)
 	fmt.Fprintf(b, "Current tab: %s\nCurrent URL: %s\nTitle: %s\n", cur, st.URL, st.Title)
-	if len(st.Tabs) > 0 {
+	if len(st.Tabs) > 1 { // one tab is the current one, already named
 		b.WriteString("Available tabs:\n")
 		for _, t := range st.Tabs {
 			fmt.Fprintf(b, "Tab %s: %s - %s\n", TabRef(t.TargetID), t.URL, shorten(t.Title, 60))
@@ -317,7 +425,7 @@ func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int
 	}
 	if st.Error != "" {
 		fmt.Fprintf(b, "<browser_state_error>\n%s\nNo element index is valid this step. Wait, scroll, or navigate, then try again.\n</browser_state_error>\n", st.Error)
-		return
+		return ""
 	}
 	text := st.DOMText
 	truncated := false
@@ -332,7 +440,7 @@ func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int
 	}
 	if strings.TrimSpace(text) == "" {
 		b.WriteString("[Start of page]\n(empty page: nothing to interact with; the page may still be loading)\n[End of page]\n")
-		return
+		return ""
 	}
 	if p.PixelsAbove > 0 {
 		fmt.Fprintf(b, "... %d pixels above - scroll up to see more ...\n", p.PixelsAbove)
@@ -348,6 +456,7 @@ func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int
 	} else {
 		b.WriteString("[End of page]\n")
 	}
+	return text
 }
 
 // maxBlockedHostsShown bounds the hosts of the blocked line: the model needs

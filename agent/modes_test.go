@@ -26,7 +26,7 @@ func TestReplySchemaModes(t *testing.T) {
 		{ReplyFlash, true, "memory action", "memory action"},
 		{ReplyFlash, false, "memory action", "memory action"},
 	} {
-		js := replySchema(offeredDefault(), 5, c.mode, c.planning).JSON
+		js := replySchema(offeredDefault(), 5, c.mode, c.planning, ActionSchemaFull).JSON
 		if got := keysAt(t, js, "properties"); got != c.keys {
 			t.Errorf("%s planning=%v: properties %q, want %q", c.mode, c.planning, got, c.keys)
 		}

@@ -170,7 +170,7 @@ func ParseOutputAs(content string, offered []ActionSpec, maxActions int, mode Re
 			params = json.RawMessage("{}")
 		}
 		if err := ValidateJSON(spec.Params, params); err != nil {
-			return nil, &OutputError{Reason: fmt.Sprintf("action %d (%s): parameters do not fit: %s", i+1, c.Name, strings.TrimPrefix(err.Error(), ErrSchema.Error()+": ")), Err: fmt.Errorf("%w: %v", ErrBadParams, err)}
+			return nil, &OutputError{Reason: fmt.Sprintf("action %d (%s): parameters do not fit: %s; its parameters are %s", i+1, c.Name, strings.TrimPrefix(err.Error(), ErrSchema.Error()+": "), actionSignature(*spec)), Err: fmt.Errorf("%w: %v", ErrBadParams, err)}
 		}
 		c.Params = append(json.RawMessage(nil), params...)
 		out.Action = append(out.Action, c)
@@ -216,30 +216,37 @@ func replyFields(mode ReplyMode, planning bool) []string {
 }
 
 // outputSchema builds the ReplyFull reply schema, with planning, for the
-// offered actions.
+// offered actions, in the full form (each action's schema inside).
 func outputSchema(offered []ActionSpec, maxActions int) *llm.Schema {
-	return replySchema(offered, maxActions, ReplyFull, true)
+	return replySchema(offered, maxActions, ReplyFull, true, ActionSchemaFull)
 }
 
-// replySchema builds the reply schema of a mode for the offered actions.
-// Its key order is the order the model writes in: it reasons (thinking,
-// evaluation, memory, next_goal, plan) before it picks actions, and each
-// action's parameters keep the order of its Params. The plan fields are
-// optional; the others are required.
-func replySchema(offered []ActionSpec, maxActions int, mode ReplyMode, planning bool) *llm.Schema {
-	alts := make([]any, 0, len(offered))
-	for _, s := range offered {
-		props := schemax.NewObject()
-		props.Set(s.Name, actionSchema(s))
-		alt := schemax.NewObject()
-		alt.Set("type", "object")
-		alt.Set("properties", props)
-		alt.Set("required", []string{s.Name})
-		alt.Set("additionalProperties", false)
-		alts = append(alts, alt)
-	}
+// replySchema builds the reply schema of a mode. Its key order is the order
+// the model writes in: it reasons (thinking, evaluation, memory, next_goal,
+// plan) before it picks actions. The plan fields are optional; the others
+// are required. In the full form each "action" item is one of the offered
+// actions, with its parameters in the order of its Params; in the compact
+// form an item is any object and the schema is Loose (the actions are in
+// the system prompt, the parser checks their parameters), so it is the same
+// on every step of a run.
+func replySchema(offered []ActionSpec, maxActions int, mode ReplyMode, planning bool, form ActionSchema) *llm.Schema {
 	items := schemax.NewObject()
-	items.Set("anyOf", alts)
+	if form == ActionSchemaFull {
+		alts := make([]any, 0, len(offered))
+		for _, s := range offered {
+			props := schemax.NewObject()
+			props.Set(s.Name, actionSchema(s))
+			alt := schemax.NewObject()
+			alt.Set("type", "object")
+			alt.Set("properties", props)
+			alt.Set("required", []string{s.Name})
+			alt.Set("additionalProperties", false)
+			alts = append(alts, alt)
+		}
+		items.Set("anyOf", alts)
+	} else {
+		items.Set("type", "object")
+	}
 	actions := schemax.NewObject()
 	actions.Set("type", "array")
 	actions.Set("minItems", 1)
@@ -257,11 +264,9 @@ func replySchema(offered []ActionSpec, maxActions int, mode ReplyMode, planning 
 			item := schemax.NewObject()
 			item.Set("type", "string")
 			f.Set("type", "array")
-			f.Set("description", "Only to replace your plan: short items")
 			f.Set("items", item)
 		case "current_plan_item":
 			f.Set("type", "integer")
-			f.Set("description", "Index of the plan item you are on")
 		default:
 			f.Set("type", "string")
 			required = append(required, k)
@@ -275,8 +280,8 @@ func replySchema(offered []ActionSpec, maxActions int, mode ReplyMode, planning 
 	root.Set("properties", props)
 	root.Set("required", required)
 	root.Set("additionalProperties", false)
-	b, _ := json.Marshal(root) // only strings, numbers, bools and Objects: cannot fail
-	return &llm.Schema{Name: "agent_output", Description: "The agent's reasoning and next actions", JSON: b}
+	b, _ := schemax.Marshal(root) // only strings, numbers, bools and Objects: cannot fail
+	return &llm.Schema{Name: "agent_output", JSON: b, Loose: form != ActionSchemaFull}
 }
 
 // actionSchema is s.Params with s.Description set right after "type", so

@@ -21,29 +21,29 @@ type (
 	// sent to the model on every step, so only the ones that change what
 	// is found are offered; the event has more (context, result count).
 	SearchPageParams struct {
-		Pattern       string `json:"pattern" description:"text, or a regex with regex=true"`
+		Pattern       string `json:"pattern"`
 		Regex         bool   `json:"regex,omitempty"`
 		CaseSensitive bool   `json:"case_sensitive,omitempty"`
-		CSSScope      string `json:"css_scope,omitempty" description:"only inside elements matching this CSS selector"`
+		CSSScope      string `json:"css_scope,omitempty"`
 	}
 	// FindElementsParams are find_elements' parameters.
 	FindElementsParams struct {
-		Selector   string   `json:"selector" description:"CSS selector"`
-		Attributes []string `json:"attributes,omitempty" description:"attributes to show (default: common ones)"`
+		Selector   string   `json:"selector"`
+		Attributes []string `json:"attributes,omitempty"`
 	}
 	// SavePDFParams are save_as_pdf's parameters.
 	SavePDFParams struct {
-		FileName    string `json:"file_name,omitempty" description:"name.pdf (default: from the title)"`
+		FileName    string `json:"file_name,omitempty"`
 		Landscape   bool   `json:"landscape,omitempty"`
-		PaperFormat string `json:"paper_format,omitempty" description:"Letter (default), A4, Legal, …"`
+		PaperFormat string `json:"paper_format,omitempty"`
 	}
 )
 
 // registerPageActions adds search_page, find_elements and save_as_pdf.
 func registerPageActions(r *Registry, must func(error)) {
-	must(Register(r, "search_page", "Find text in the whole page, with context (free).", searchPageAction, WithRisk(RiskRead)))
-	must(Register(r, "find_elements", "List a CSS selector's matches: attributes, text, index (free).", findElementsAction, WithRisk(RiskRead)))
-	must(Register(r, "save_as_pdf", "Save the page as a PDF in your files.", savePDFAction, WithRisk(RiskDownload)))
+	must(Register(r, "search_page", "Find text in the page, with context (free).", searchPageAction, WithRisk(RiskRead)))
+	must(Register(r, "find_elements", "CSS matches, with their indexes (free).", findElementsAction, WithRisk(RiskRead)))
+	must(Register(r, "save_as_pdf", "Save the page as a PDF file.", savePDFAction, WithRisk(RiskDownload)))
 }
 
 // readOnceCap bounds what the page queries put in read_state.

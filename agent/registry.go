@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/browseragent/browseragent/agent/internal/schemax"
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/events"
 )
@@ -156,8 +157,13 @@ var actionNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 // Add registers spec. The name must be new and match [a-z][a-z0-9_]*; Params
 // must be an object schema as JSON text (empty means no parameters). Add
-// keeps a compact copy of Params, keys in the order given; a schema that is
-// not a JSON object with "type": "object" is an error wrapping ErrSchema.
+// keeps a compact copy of Params, keys in the order given. A schema that is
+// not a JSON object with "type": "object", or that leaves a part free-form
+// (an object with additionalProperties other than false, an object without
+// properties below the root, a value without a type), is an error wrapping
+// ErrSchema that names the JSON path: a strict provider mode cannot
+// constrain it, and one such action would make the whole reply schema
+// non-strict.
 func (r *Registry) Add(spec ActionSpec) error {
 	if !actionNameRE.MatchString(spec.Name) {
 		return fmt.Errorf("agent: invalid action name %q (want [a-z][a-z0-9_]*)", spec.Name)
@@ -175,7 +181,10 @@ func (r *Registry) Add(spec ActionSpec) error {
 	if t, _ := p.Get("type"); t != "object" {
 		return fmt.Errorf("%w: action %q parameters must be an object schema", ErrSchema, spec.Name)
 	}
-	if spec.Params, err = json.Marshal(p); err != nil {
+	if err := checkStrict(p); err != nil {
+		return fmt.Errorf("agent: action %q parameters: %w", spec.Name, err)
+	}
+	if spec.Params, err = schemax.Marshal(p); err != nil {
 		return fmt.Errorf("agent: action %q parameters: %w", spec.Name, err)
 	}
 	if spec.Risk == "" {

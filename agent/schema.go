@@ -27,8 +27,12 @@ var ErrSchema = errors.New("agent: schema")
 //   - `description:"..."` documents a field for the model;
 //   - `enum:"a,b,c"` restricts a string field to those values;
 //   - supported kinds: string, bool, the integer and float kinds, slices and
-//     arrays, maps with string keys, nested structs, pointers to these, and
-//     json.RawMessage (any JSON value).
+//     arrays, nested structs and pointers to these. Maps and
+//     json.RawMessage are rejected (an error wrapping ErrSchema naming the
+//     field): a free-form object or value cannot be constrained by a
+//     provider's strict mode (OpenAI's), and one such field would turn the
+//     whole reply schema non-strict. Use a struct with named fields, or a
+//     string holding JSON that the action decodes itself.
 //
 // Properties are listed in field order, and each schema reads type,
 // description, enum before its parts: the model sees, and with constrained
@@ -46,8 +50,11 @@ func SchemaOf(t reflect.Type) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(o)
+	return schemax.Marshal(o)
 }
+
+// freeFormAdvice is what to use instead of a free-form parameter.
+const freeFormAdvice = "use a struct with named fields, or a string holding JSON"
 
 var rawMessageType = reflect.TypeFor[json.RawMessage]()
 
@@ -71,8 +78,7 @@ func schemaOfType(t reflect.Type, tag reflect.StructTag, seen map[reflect.Type]b
 		}
 	}
 	if t == rawMessageType {
-		doc()
-		return o, nil
+		return nil, fmt.Errorf("%w: json.RawMessage is any JSON value, which a strict schema cannot express: %s", ErrSchema, freeFormAdvice)
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -97,16 +103,7 @@ func schemaOfType(t reflect.Type, tag reflect.StructTag, seen map[reflect.Type]b
 		doc()
 		o.Set("items", items)
 	case reflect.Map:
-		if t.Key().Kind() != reflect.String {
-			return nil, fmt.Errorf("%w: map key of %s must be a string", ErrSchema, t)
-		}
-		v, err := schemaOfType(t.Elem(), "", seen)
-		if err != nil {
-			return nil, err
-		}
-		o.Set("type", "object")
-		doc()
-		o.Set("additionalProperties", v)
+		return nil, fmt.Errorf("%w: %s is a free-form object, which a strict schema cannot express: %s", ErrSchema, t, freeFormAdvice)
 	case reflect.Struct:
 		if seen[t] {
 			return nil, fmt.Errorf("%w: recursive type %s", ErrSchema, t)
@@ -350,23 +347,78 @@ func normalizeSchema(raw json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(o)
+	return schemax.Marshal(o)
 }
 
-// schemaProperties returns the "properties" of an object schema as JSON text
-// in their order, for the prompt; "{}" when there are none.
-func schemaProperties(schema json.RawMessage) json.RawMessage {
-	o, err := parseSchema(schema)
-	if err != nil {
-		return json.RawMessage("{}")
+// checkStrict returns an error wrapping ErrSchema, naming the JSON path and
+// the reason, for the first part of schema a strict provider mode cannot
+// constrain: an object whose additionalProperties is not false (a map), an
+// object below the root without listed properties, or a schema without a
+// type (any JSON value). nil when the whole schema can be strict. The root
+// may be an object without properties (an action without parameters).
+func checkStrict(schema *schemax.Object) error {
+	return checkStrictAt(schema, "$", true)
+}
+
+func checkStrictAt(o *schemax.Object, path string, root bool) error {
+	if ap, ok := o.Get("additionalProperties"); ok && ap != false {
+		return fmt.Errorf("%w: %s is a free-form object (additionalProperties), which a strict schema cannot express: %s", ErrSchema, path, freeFormAdvice)
 	}
-	p, ok := o.Get("properties")
-	if !ok {
-		return json.RawMessage("{}")
+	typed := false
+	for _, k := range []string{"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref"} {
+		if _, ok := o.Get(k); ok {
+			typed = true
+		}
 	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return json.RawMessage("{}")
+	if !typed {
+		return fmt.Errorf("%w: %s has no type (any JSON value), which a strict schema cannot express: %s", ErrSchema, path, freeFormAdvice)
 	}
-	return b
+	props, hasProps := o.Get("properties")
+	if !hasProps && !root && isObjectSchema(o) {
+		return fmt.Errorf("%w: %s is an object without listed properties, which a strict schema cannot express: %s", ErrSchema, path, freeFormAdvice)
+	}
+	if po, ok := props.(*schemax.Object); ok {
+		for _, k := range po.Keys() {
+			v, _ := po.Get(k)
+			if c, ok := v.(*schemax.Object); ok {
+				if err := checkStrictAt(c, path+"."+k, false); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if it, ok := o.Get("items"); ok {
+		if c, ok := it.(*schemax.Object); ok {
+			if err := checkStrictAt(c, path+"[]", false); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
+		alts, _ := o.Get(k)
+		a, _ := alts.([]any)
+		for _, alt := range a {
+			if c, ok := alt.(*schemax.Object); ok {
+				if err := checkStrictAt(c, path, false); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// isObjectSchema reports whether o's type is, or includes, "object".
+func isObjectSchema(o *schemax.Object) bool {
+	switch t, _ := o.Get("type"); t := t.(type) {
+	case string:
+		return t == "object"
+	case []any:
+		for _, e := range t {
+			if e == "object" {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -76,6 +76,27 @@ const (
 	ReplyFlash ReplyMode = "flash"
 )
 
+// ActionSchema says where the model reads the actions it may call and
+// their parameters.
+type ActionSchema string
+
+// Action schema forms.
+const (
+	// ActionSchemaCompact (default): the actions are listed once, one line
+	// each, at the end of the system prompt (a stable, cacheable prefix);
+	// the reply schema constrains the reply's fields and an "action" list
+	// of objects, and is sent Loose: each action's parameters are checked
+	// by the agent against the action's schema, and a reply that does not
+	// fit is an error the model reads, quoting the action's signature.
+	// Actions restricted to domains are listed in the user message on the
+	// pages where they are offered.
+	ActionSchemaCompact ActionSchema = "compact"
+	// ActionSchemaFull: every offered action's parameter schema, with its
+	// description, is inside the reply schema (strict where the provider
+	// can constrain decoding), and there is no text list of actions.
+	ActionSchemaFull ActionSchema = "full"
+)
+
 // DefaultLoopNudges are the repetition counts (of one action in the loop
 // window) at which the model is told it may be looping.
 var DefaultLoopNudges = []int{5, 8, 12}
@@ -124,6 +145,10 @@ type Settings struct {
 	// forces flash for its own hosted model; no provider here has an
 	// equivalent, so nothing is forced.
 	ReplyMode ReplyMode
+	// ActionSchema: ActionSchemaCompact (default: the fewest tokens per
+	// step) or ActionSchemaFull (constrained decoding of each action's
+	// parameters, at about twice the fixed prompt).
+	ActionSchema ActionSchema
 	// DisablePlanning removes plan_update and current_plan_item from the
 	// reply, the plan from <agent_state> and the plan nudges. Planning is
 	// on by default, and always off in ReplyFlash.
@@ -179,7 +204,11 @@ type Settings struct {
 	Judge Judge
 	// OutputSchema, when set, is the JSON schema (object root) of the run's
 	// structured answer: "done" then takes {success, data} with data
-	// following it, and Result.StructuredOutput carries data.
+	// following it, and Result.StructuredOutput carries data. Every object
+	// in it must list its properties: a free-form object (additionalProperties
+	// other than false, no properties) or a value without a type is
+	// rejected by New with its JSON path, as a strict provider mode could
+	// not constrain it.
 	OutputSchema json.RawMessage
 	// ExtractModel answers "extract" queries. Default: the agent's model.
 	ExtractModel llm.Model
@@ -332,6 +361,13 @@ func (s Settings) withDefaults() (Settings, error) {
 	default:
 		return s, fmt.Errorf("%w: ReplyMode %q (want full, no_thinking or flash)", ErrSettings, s.ReplyMode)
 	}
+	switch s.ActionSchema {
+	case "":
+		s.ActionSchema = ActionSchemaCompact
+	case ActionSchemaCompact, ActionSchemaFull:
+	default:
+		return s, fmt.Errorf("%w: ActionSchema %q (want compact or full)", ErrSettings, s.ActionSchema)
+	}
 	if s.ReplanAfter == 0 {
 		s.ReplanAfter = DefaultReplanAfter
 	}
@@ -381,12 +417,17 @@ func (s Settings) withDefaults() (Settings, error) {
 		s.Approver = AllowAll{}
 	}
 	if len(s.OutputSchema) > 0 {
-		var m map[string]any
-		if err := json.Unmarshal(s.OutputSchema, &m); err != nil {
+		o, err := parseSchema(s.OutputSchema)
+		if err != nil {
 			return s, fmt.Errorf("%w: OutputSchema is not a JSON object: %v", ErrSettings, err)
 		}
-		if t, _ := m["type"].(string); t != "object" {
+		if t, _ := o.Get("type"); t != "object" {
 			return s, fmt.Errorf("%w: OutputSchema must have \"type\": \"object\" at its root", ErrSettings)
+		}
+		// Checked as done's "data" is sent: below the root, so an object
+		// without properties is free-form there too.
+		if err := checkStrictAt(o, "$", false); err != nil {
+			return s, fmt.Errorf("%w: OutputSchema: %w", ErrSettings, err)
 		}
 	}
 	for k, v := range s.SensitiveData {

@@ -105,9 +105,11 @@ func TestProvidersSendSchemaOrder(t *testing.T) {
 		{name: "anthropic", new: func() (llm.Model, error) {
 			return anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5", APIKey: "k", BaseURL: srv.URL, HTTPClient: srv.Client()})
 		}, unchanged: true},
+		// Gemini gives objects without properties (go_back's) a
+		// placeholder, so its schema is not sent byte for byte.
 		{name: "gemini", new: func() (llm.Model, error) {
 			return gemini.New(gemini.Config{Model: "gemini-2.5-flash", APIKey: "k", BaseURL: srv.URL, HTTPClient: srv.Client()})
-		}, unchanged: true},
+		}},
 		{name: "gemini openapi", new: func() (llm.Model, error) {
 			return gemini.New(gemini.Config{Model: "gemini-2.0-flash", APIKey: "k", BaseURL: srv.URL, HTTPClient: srv.Client(), OpenAPISchema: true})
 		}, extra: func(t *testing.T, body []byte) {

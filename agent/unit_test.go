@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/browseragent/browseragent/agent/agenttest"
 	"github.com/browseragent/browseragent/agent/internal/schemax"
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/events"
@@ -109,17 +110,14 @@ func FuzzParseOutput(f *testing.F) {
 }
 
 type schemaSample struct {
-	Name   string            `json:"name" description:"who"`
-	Age    int               `json:"age,omitempty"`
-	Tags   []string          `json:"tags"`
-	Opt    *float64          `json:"opt"`
-	Mode   string            `json:"mode" enum:"a,b"`
-	Extra  map[string]int    `json:"extra,omitempty"`
-	Inner  struct{ X bool }  `json:"inner"`
-	Raw    json.RawMessage   `json:"raw,omitempty"`
-	Skip   string            `json:"-"`
-	hidden int               //nolint:unused // unexported: ignored
-	Labels map[string]string `json:"labels,omitempty"`
+	Name   string           `json:"name" description:"who"`
+	Age    int              `json:"age,omitempty"`
+	Tags   []string         `json:"tags"`
+	Opt    *float64         `json:"opt"`
+	Mode   string           `json:"mode" enum:"a,b"`
+	Inner  struct{ X bool } `json:"inner"`
+	Skip   string           `json:"-"`
+	hidden int              //nolint:unused // unexported: ignored
 }
 
 func TestSchemaOf(t *testing.T) {
@@ -141,17 +139,16 @@ func TestSchemaOf(t *testing.T) {
 	if props["name"].(map[string]any)["description"] != "who" {
 		t.Fatal("description")
 	}
-	good := `{"name":"a","tags":["x"],"mode":"b","inner":{"X":true},"raw":[1,{"a":2}],"opt":1.5}`
+	good := `{"name":"a","tags":["x"],"mode":"b","inner":{"X":true},"opt":1.5}`
 	if err := ValidateJSON(raw, json.RawMessage(good)); err != nil {
 		t.Fatal(err)
 	}
 	for bad, want := range map[string]string{
-		`{"name":"a","tags":["x"],"mode":"c","inner":{"X":true}}`:                "not one of",
-		`{"name":"a","tags":[1],"mode":"a","inner":{"X":true}}`:                  "$.tags[0]: want string",
-		`{"name":"a","tags":[],"mode":"a","inner":{}}`:                           `$.inner: missing required property "X"`,
-		`{"name":"a","tags":[],"mode":"a","inner":{"X":true},"age":1.5}`:         "$.age: want integer",
-		`{"name":"a","tags":[],"mode":"a","inner":{"X":true},"zzz":1}`:           `unknown property "zzz"`,
-		`{"name":"a","tags":[],"mode":"a","inner":{"X":true},"extra":{"k":"v"}}`: "$.extra.k: want integer",
+		`{"name":"a","tags":["x"],"mode":"c","inner":{"X":true}}`:        "not one of",
+		`{"name":"a","tags":[1],"mode":"a","inner":{"X":true}}`:          "$.tags[0]: want string",
+		`{"name":"a","tags":[],"mode":"a","inner":{}}`:                   `$.inner: missing required property "X"`,
+		`{"name":"a","tags":[],"mode":"a","inner":{"X":true},"age":1.5}`: "$.age: want integer",
+		`{"name":"a","tags":[],"mode":"a","inner":{"X":true},"zzz":1}`:   `unknown property "zzz"`,
 	} {
 		if err := ValidateJSON(raw, json.RawMessage(bad)); err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrSchema) {
 			t.Errorf("%s: error %v, want %q", bad, err, want)
@@ -166,11 +163,79 @@ func TestSchemaOf(t *testing.T) {
 	if _, err := SchemaOf(reflect.TypeFor[rec]()); !errors.Is(err, ErrSchema) {
 		t.Fatal("recursive type accepted")
 	}
-	type badMap struct {
-		M map[int]string `json:"m"`
+	// A hand-written schema may still type a map's values; ValidateJSON
+	// checks them.
+	mapSchema := json.RawMessage(`{"type":"object","additionalProperties":{"type":"integer"}}`)
+	if err := ValidateJSON(mapSchema, json.RawMessage(`{"k":"v"}`)); err == nil || !strings.Contains(err.Error(), "$.k: want integer") {
+		t.Fatalf("map value: %v", err)
 	}
-	if _, err := SchemaOf(reflect.TypeFor[badMap]()); !errors.Is(err, ErrSchema) {
-		t.Fatal("int map key accepted")
+}
+
+// A custom action whose parameters would leave part of the reply schema
+// free-form (a map, json.RawMessage, an object without properties) is
+// refused at registration, naming the field or JSON path and what to use
+// instead: it would make OpenAI's strict mode give up on the whole schema.
+func TestFreeFormParamsRefused(t *testing.T) {
+	type withMap struct {
+		SKU    string            `json:"sku"`
+		Labels map[string]string `json:"labels"`
+	}
+	type withRaw struct {
+		Filter json.RawMessage `json:"filter"`
+	}
+	type nested struct {
+		Items []struct {
+			Meta map[string]int `json:"meta"`
+		} `json:"items"`
+	}
+	noop := func(string) ActionFunc {
+		return func(context.Context, *ActionContext, json.RawMessage) (ActionResult, error) {
+			return ActionResult{}, nil
+		}
+	}
+	r := NewRegistry()
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"map", Register(r, "a", "", func(ctxT, *ActionContext, withMap) (ActionResult, error) { return ActionResult{}, nil }), "field Labels"},
+		{"raw", Register(r, "b", "", func(ctxT, *ActionContext, withRaw) (ActionResult, error) { return ActionResult{}, nil }), "field Filter"},
+		{"nested map", Register(r, "c", "", func(ctxT, *ActionContext, nested) (ActionResult, error) { return ActionResult{}, nil }), "field Meta"},
+		{"json map", r.Add(ActionSpec{Name: "d", Run: noop("d"), Params: json.RawMessage(`{"type":"object","properties":{"tags":{"type":"object","additionalProperties":{"type":"string"}}}}`)}), "$.tags is a free-form object"},
+		{"json open root", r.Add(ActionSpec{Name: "e", Run: noop("e"), Params: json.RawMessage(`{"type":"object","additionalProperties":true}`)}), "$ is a free-form object"},
+		{"json object without properties", r.Add(ActionSpec{Name: "f", Run: noop("f"), Params: json.RawMessage(`{"type":"object","properties":{"q":{"type":"array","items":{"type":"object"}}}}`)}), "$.q[] is an object without listed properties"},
+		{"json untyped", r.Add(ActionSpec{Name: "g", Run: noop("g"), Params: json.RawMessage(`{"type":"object","properties":{"v":{"description":"anything"}}}`)}), "$.v has no type"},
+	} {
+		if !errors.Is(c.err, ErrSchema) || !strings.Contains(c.err.Error(), c.want) || !strings.Contains(c.err.Error(), "use a struct with named fields, or a string holding JSON") {
+			t.Errorf("%s: %v, want ErrSchema naming %q and the alternative", c.name, c.err, c.want)
+		}
+	}
+	if names := r.Names(); len(names) != 0 {
+		t.Fatalf("refused actions were registered: %v", names)
+	}
+	// Every built-in is strict-capable, the coordinate click included.
+	for _, s := range append(offeredDefault(), coordinateClickSpec) {
+		o, _ := parseSchema(s.Params)
+		if err := checkStrict(o); err != nil {
+			t.Errorf("built-in %s: %v", s.Name, err)
+		}
+	}
+	// A structured output schema with a free-form object is refused by New
+	// with its path; one that lists its properties is taken.
+	b := agenttest.New(t)
+	for schema, want := range map[string]string{
+		`{"type":"object","properties":{"rows":{"type":"array","items":{"type":"object"}}}}`:                  "$.rows[] is an object without listed properties",
+		`{"type":"object","properties":{"extra":{"type":"object","additionalProperties":{"type":"string"}}}}`: "$.extra is a free-form object",
+		`{"type":"object"}`: "$ is an object without listed properties",
+	} {
+		_, err := New("task", llmNop{}, b, Settings{OutputSchema: json.RawMessage(schema), RunDir: t.TempDir()})
+		if !errors.Is(err, ErrSettings) || !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), want) {
+			t.Errorf("OutputSchema %s: %v, want %q", schema, err, want)
+		}
+	}
+	if _, err := New("task", llmNop{}, b, Settings{OutputSchema: json.RawMessage(`{"type":"object","properties":{"price":{"type":"number"}}}`), RunDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -265,14 +330,20 @@ func propertyKeys(t *testing.T, raw []byte, name string) string {
 // A struct-derived schema lists properties in field order and reads type,
 // description, enum before the parts of each schema.
 func TestSchemaOfKeepsFieldOrder(t *testing.T) {
-	raw, err := SchemaOf(reflect.TypeFor[InputParams]())
+	type typing struct {
+		Index int    `json:"index" description:"element index"`
+		Text  string `json:"text" description:"<secret>name</secret> types a secret"`
+		Clear *bool  `json:"clear,omitempty"`
+	}
+	raw, err := SchemaOf(reflect.TypeFor[typing]())
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Not HTML-escaped: the model reads <secret>, not \u003csecret\u003e.
 	want := `{"type":"object","properties":{` +
-		`"index":{"type":"integer","description":"element index; 0 types into the focused element"},` +
-		`"text":{"type":"string","description":"text to type; \u003csecret\u003ename\u003c/secret\u003e types a secret"},` +
-		`"clear":{"type":"boolean","description":"clear the field first (default true)"}},` +
+		`"index":{"type":"integer","description":"element index"},` +
+		`"text":{"type":"string","description":"<secret>name</secret> types a secret"},` +
+		`"clear":{"type":"boolean"}},` +
 		`"required":["index","text"],"additionalProperties":false}`
 	if string(raw) != want {
 		t.Fatalf("SchemaOf(InputParams)\n got %s\nwant %s", raw, want)
@@ -286,11 +357,10 @@ func TestSchemaOfKeepsFieldOrder(t *testing.T) {
 		want string
 	}{
 		{nil, "type properties required additionalProperties"},
-		{[]any{"properties"}, "name age tags opt mode extra inner raw labels"},
+		{[]any{"properties"}, "name age tags opt mode inner"},
 		{[]any{"properties", "name"}, "type description"},
 		{[]any{"properties", "mode"}, "type enum"},
 		{[]any{"properties", "tags"}, "type items"},
-		{[]any{"properties", "extra"}, "type additionalProperties"},
 		{[]any{"properties", "inner"}, "type properties required additionalProperties"},
 	} {
 		if got := keysAt(t, raw, c.path...); got != c.want {
@@ -319,8 +389,8 @@ func TestOutputSchemaKeepsParamOrder(t *testing.T) {
 		t.Fatalf("scroll parameters: %s", got)
 	}
 	spec, _ := DefaultRegistry().Get("input")
-	if got := string(schemaProperties(spec.Params)); !strings.HasPrefix(got, `{"index":`) ||
-		!(strings.Index(got, `"text":`) < strings.Index(got, `"clear":`)) {
+	if got := actionSignature(spec); !strings.HasPrefix(got, `input{index: int`) ||
+		!(strings.Index(got, `, text`) < strings.Index(got, `, clear?: bool`)) {
 		t.Fatalf("prompt parameters: %s", got)
 	}
 }
@@ -362,7 +432,7 @@ func TestCustomJSONSchemaKeepsOrder(t *testing.T) {
 	if string(spec.Params) != compact {
 		t.Fatalf("stored Params %s", spec.Params)
 	}
-	if got, want := string(schemaProperties(spec.Params)), compact[len(`{"required":["zulu"],"properties":`):strings.Index(compact, `,"additionalProperties"`)]; got != want {
+	if got, want := actionSignature(spec), `lookup{zulu (last letter first), alpha?: int, mike?: [{z?: bool, a?}]}`; got != want {
 		t.Fatalf("prompt parameters %s, want %s", got, want)
 	}
 	js := outputSchema([]ActionSpec{spec}, 1).JSON

@@ -18,6 +18,8 @@ type agentFlags struct {
 	coordinates string
 	compaction  string
 	shots       screenshotFlags // --screenshot-format, -quality, -detail
+	// actionSchema is --action-schema: where the model reads the actions.
+	actionSchema string
 	// Budgets and prices (issue 14): see budgetFlags.
 	budget budgetFlags
 }
@@ -73,6 +75,7 @@ func (f *agentFlags) register(fs *flag.FlagSet, visionHelp string) {
 	fs.StringVar(&f.compaction, "compaction-model", "", "model that summarises long histories, as provider:name (default: the run's model)")
 	f.shots.register(fs)
 	f.budget.register(fs)
+	fs.StringVar(&f.actionSchema, "action-schema", "compact", "how the model is told the actions: compact (listed once in the system prompt, about half the fixed tokens of a step; parameters checked by the agent) or full (each action's schema in the reply schema, constrained decoding where the provider has it)")
 }
 
 // apply checks the flags and puts them into set. model and baseURL are the
@@ -85,6 +88,11 @@ func (f *agentFlags) apply(set *agent.Settings, model, baseURL string) error {
 	}
 	if err := f.shots.apply(set); err != nil {
 		return err
+	}
+	switch set.ActionSchema = agent.ActionSchema(f.actionSchema); set.ActionSchema {
+	case agent.ActionSchemaCompact, agent.ActionSchemaFull:
+	default:
+		return usagef("--action-schema must be compact or full")
 	}
 	set.ReplyMode = agent.ReplyMode(f.replyMode)
 	switch set.ReplyMode {

@@ -51,6 +51,7 @@ func commands() []command {
 		{"demo", "run the offline demo: a bundled site, a scripted model, a trace and a report", runDemo},
 		{"run", "run a task with a model (--model provider:name)", runTask},
 		{"state", "print what the model would see: of URL (one-shot), or without URL of the open session", runStateCommand},
+		{"tokens", "print the prompt of a task's first step on a page (--url) with its tokens per part, without a model", runTokens},
 		{"report", "turn a trace into a self-contained HTML report", runReport},
 		{"verify", "check that a trace is complete and unedited", runVerify},
 		{"open", "start a background session on URL (or open URL in the running one)", runOpen},

@@ -50,7 +50,8 @@ func (o *Object) Delete(k string) {
 	}
 }
 
-// MarshalJSON writes the object in key order.
+// MarshalJSON writes the object in key order, without HTML escaping (see
+// Marshal).
 func (o *Object) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
@@ -58,10 +59,10 @@ func (o *Object) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		kb, _ := json.Marshal(k)
+		kb, _ := Marshal(k)
 		b.Write(kb)
 		b.WriteByte(':')
-		vb, err := json.Marshal(o.vals[k])
+		vb, err := Marshal(o.vals[k])
 		if err != nil {
 			return nil, err
 		}
@@ -69,6 +70,20 @@ func (o *Object) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// Marshal is json.Marshal without HTML escaping: a schema is read by a
+// model, which should see "<secret>" where the text says so, not
+// "\u003csecret\u003e". (json.Marshal would escape an Object's output
+// again; use this for the outermost call too.)
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Parse decodes raw into *Object, []any, string, json.Number, bool or nil.

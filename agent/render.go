@@ -1,0 +1,58 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/events"
+)
+
+// RenderPrompt returns the prompt the model would get on the first model
+// step of a run of task with set, on the observed page st, without calling
+// a model: the loop's own code builds it (stepPrompt), so the text and the
+// schema are what a Run sends. The history is empty (no step 0 opening a
+// URL) and no model is known, so coordinate clicks are offered only when
+// set.CoordinateClicks is true. With set.RunDir empty, a temporary
+// directory holds the agent's (empty) files and is removed before
+// RenderPrompt returns. Invalid settings are errors wrapping ErrSettings.
+func RenderPrompt(set Settings, task string, st *events.BrowserState) (*Prompt, error) {
+	if strings.TrimSpace(task) == "" {
+		return nil, fmt.Errorf("%w: empty task", ErrSettings)
+	}
+	if st == nil {
+		return nil, errors.New("agent: RenderPrompt needs an observation")
+	}
+	if set.RunDir == "" {
+		dir, err := os.MkdirTemp("", "browseragent-prompt-")
+		if err != nil {
+			return nil, fmt.Errorf("agent: run dir: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		set.RunDir = dir
+	}
+	a, err := newAgent(task, nil, noBrowser{}, set)
+	if err != nil {
+		return nil, err
+	}
+	nudges := a.planNudges(0)
+	return a.stepPrompt(st, a.nextStep, 0, a.offered(st.URL, false), nudges), nil
+}
+
+// noBrowser stands in for the browser while a prompt is only rendered:
+// building a prompt reads the observation, never the browser.
+type noBrowser struct{}
+
+func (noBrowser) Bus() *bus.Bus          { return nil }
+func (noBrowser) FocusedTab() string     { return "" }
+func (noBrowser) Tabs() []events.TabInfo { return nil }
+func (noBrowser) ResolveTab(string) (string, error) {
+	return "", errors.New("agent: no browser while rendering a prompt")
+}
+func (noBrowser) Fingerprint(context.Context, string) (events.PageFingerprint, error) {
+	return events.PageFingerprint{}, errors.New("agent: no browser while rendering a prompt")
+}
+func (noBrowser) Ready(context.Context) error { return nil }

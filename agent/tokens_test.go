@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tiktoken-go/tokenizer/codec"
+
+	"github.com/browseragent/browseragent/events"
+)
+
+// tokenTask and tokenPageState are the measured step: a short task on a
+// page of 5 interactive elements, as the DOM watchdog renders it.
+const tokenTask = "Find the price of the cheapest 2-person tent on the shop and report it."
+
+func tokenPageState() events.BrowserState {
+	const tab = "A1B2C3D4E5F60718293A4B5C6D7E8F90"
+	return events.BrowserState{
+		URL: "http://127.0.0.1:8080/", Title: "Example Shop", FocusedTarget: tab,
+		Tabs:  []events.TabInfo{{TargetID: tab, URL: "http://127.0.0.1:8080/", Title: "Example Shop"}},
+		Page:  events.PageInfo{ViewportWidth: 1280, ViewportHeight: 720, PageWidth: 1280, PageHeight: 720},
+		Stats: events.DOMStats{Nodes: 41, Interactive: 5, Links: 3, Inputs: 1},
+		DOMText: "Example Shop\n[1]<a />\n\tHome\n[2]<input type=search name=q placeholder=Search products />\n" +
+			"[3]<button type=submit />\n\tSearch\n[4]<a />\n\tTents\n[5]<a />\n\tSign in\n",
+	}
+}
+
+// stepTokens are the o200k token counts of one step's request by part.
+type stepTokens struct {
+	System, Actions, Schema, UserFixed, Page, Task, History, User int
+}
+
+// Fixed is what every step pays whatever the task, page and history.
+func (s stepTokens) Fixed() int { return s.System + s.Actions + s.Schema + s.UserFixed }
+
+// countStep counts a rendered step. The user message's fixed text is its
+// text without the page's element text, the task and the history body.
+func countStep(t *testing.T, p *Prompt, st events.BrowserState) stepTokens {
+	t.Helper()
+	enc := codec.NewO200kBase()
+	count := func(s string) int {
+		n, err := enc.Count(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var n stepTokens
+	var user strings.Builder
+	history := ""
+	for _, pt := range p.Parts {
+		switch pt.Name {
+		case "system":
+			n.System = count(pt.Text)
+		case "actions":
+			n.Actions = count(pt.Text)
+		case "agent_history":
+			history = strings.TrimSuffix(strings.TrimPrefix(pt.Text, "<agent_history>\n"), "</agent_history>\n")
+		}
+		if pt.Role == "user" {
+			user.WriteString(pt.Text)
+		}
+	}
+	n.Schema = count(string(p.Schema.JSON))
+	n.User = count(user.String())
+	fixed := user.String()
+	for _, cut := range []string{st.DOMText, tokenTask, history} {
+		if !strings.Contains(fixed, cut) {
+			t.Fatalf("the user message lacks %q", cut)
+		}
+		fixed = strings.Replace(fixed, cut, "", 1)
+	}
+	n.UserFixed = count(fixed)
+	n.Page, n.Task, n.History = count(st.DOMText), count(tokenTask), count(history)
+	return n
+}
+
+// The fixed part of a step (system prompt with the action list, reply
+// schema, the user message's own text) stays within 1,200 o200k tokens in
+// the default compact form; the full form is logged for the record
+// (docs/performance.md, "Tokens per step").
+func TestTokensPerStep(t *testing.T) {
+	st := tokenPageState()
+	for _, c := range []struct {
+		name string
+		set  Settings
+		max  int
+	}{
+		{"compact, full reply, planning", Settings{}, 1200},
+		{"compact, flash", Settings{ReplyMode: ReplyFlash}, 1200},
+		{"full schema, full reply, planning", Settings{ActionSchema: ActionSchemaFull}, 0},
+	} {
+		c.set.Vision = VisionOff
+		p, err := RenderPrompt(c.set, tokenTask, &st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := countStep(t, p, st)
+		t.Logf("%s: system %d + actions %d + schema %d + user fixed %d = fixed %d; page %d, task %d, history %d; request %d",
+			c.name, n.System, n.Actions, n.Schema, n.UserFixed, n.Fixed(), n.Page, n.Task, n.History, n.System+n.Actions+n.Schema+n.User)
+		if c.max > 0 && n.Fixed() > c.max {
+			t.Errorf("%s: fixed part %d tokens, want at most %d", c.name, n.Fixed(), c.max)
+		}
+		if n.Page == 0 || n.Task == 0 || n.History == 0 {
+			t.Errorf("%s: a variable part was not found: %+v", c.name, n)
+		}
+	}
+}
