@@ -16,9 +16,11 @@ import (
 
 // Defaults of the screenshot settings.
 const (
-	// DefaultScreenshotFormat: JPEG is about a sixth of a PNG's bytes for a
-	// page with pictures, a third for a page of text (docs/performance.md),
-	// and every provider takes it.
+	// DefaultScreenshotFormat: at the default size and quality a JPEG is
+	// 0.16 of the full-size PNG's bytes on a page with pictures, 0.59 on a
+	// sparse page of text (docs/performance.md), and every provider and
+	// local vision model takes it (WebP is about half a JPEG, but not every
+	// local model decodes it).
 	DefaultScreenshotFormat = events.ImageJPEG
 	// DefaultScreenshotQuality keeps 10 px text legible in a JPEG.
 	DefaultScreenshotQuality = 75

@@ -17,7 +17,7 @@ type screenshotFlags struct {
 }
 
 func (f *screenshotFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.format, "screenshot-format", string(agent.DefaultScreenshotFormat), "encoding of the screenshots sent to the model: jpeg, webp (about half of jpeg's bytes; not every local model reads it) or png (lossless, about 6x jpeg's bytes)")
+	fs.StringVar(&f.format, "screenshot-format", string(agent.DefaultScreenshotFormat), "encoding of the screenshots sent to the model: jpeg, webp (about half of jpeg's bytes; not every local model reads it) or png (lossless, 2 to 6 times jpeg's bytes)")
 	fs.IntVar(&f.quality, "screenshot-quality", agent.DefaultScreenshotQuality, "jpeg/webp quality of the screenshots, 1-100")
 	fs.StringVar(&f.detail, "screenshot-detail", "", "OpenAI image detail: low (85 tokens, 512 px), high or auto (default: not sent, the provider's auto); other providers ignore it")
 }
