@@ -19,6 +19,7 @@ import (
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/openai"
+	"github.com/browseragent/browseragent/agent/llm/pricing"
 	"github.com/browseragent/browseragent/trace"
 )
 
@@ -56,6 +57,8 @@ func newBillingServer(t *testing.T, replies []string, usage map[string]billedUsa
 		}
 		kind := "step"
 		switch {
+		case (cr.ResponseFormat == nil || cr.ResponseFormat.JSONSchema == nil) && bytes.Contains(body, []byte("<steps>")):
+			kind = "compact"
 		case cr.ResponseFormat == nil || cr.ResponseFormat.JSONSchema == nil:
 			kind = "extract"
 		case cr.ResponseFormat.JSONSchema.Name == "judgement":
@@ -69,6 +72,8 @@ func newBillingServer(t *testing.T, replies []string, usage map[string]billedUsa
 		switch kind {
 		case "extract":
 			content = "The plans are Basic and Pro."
+		case "compact":
+			content = "The agent searched the form for plans."
 		case "judge":
 			content = `{"reasoning":"the answer names the plans","verdict":true,"failure_reason":"","impossible_task":false}`
 		default:
@@ -98,8 +103,11 @@ func (s *billingServer) count(kind string) int {
 
 // model is the openai provider pointed at the server, named gpt-4.1-mini so
 // that the built-in table prices it ($0.40 in, $0.10 cached, $1.60 out).
-func (s *billingServer) model(t *testing.T) llm.Model {
-	m, err := openai.New(openai.Config{Model: "gpt-4.1-mini", APIKey: "k", BaseURL: s.URL + "/v1", HTTPClient: s.Client()})
+func (s *billingServer) model(t *testing.T) llm.Model { return s.named(t, "gpt-4.1-mini") }
+
+// named is the openai provider pointed at the server under another name.
+func (s *billingServer) named(t *testing.T, name string) llm.Model {
+	m, err := openai.New(openai.Config{Model: name, APIKey: "k", BaseURL: s.URL + "/v1", HTTPClient: s.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,6 +361,47 @@ func TestBudgetStopsBeforeAnExtractCall(t *testing.T) {
 	last := h.Items[len(h.Items)-1]
 	if len(h.Items) != 2 || len(last.Actions) != 1 || !strings.Contains(last.Actions[0].Error, be.Error()) {
 		t.Fatalf("history: %d items, last %+v", len(h.Items), last)
+	}
+}
+
+// The history summary is budgeted: with a summariser priced at $1,000 per
+// million tokens (a prices override), its first call would cost more than
+// the $0.10 left, so it is not made and the run stops before step 3's
+// model call.
+func TestBudgetStopsBeforeAHistorySummary(t *testing.T) {
+	srv := newBillingServer(t, []string{searchReply}, map[string]billedUsage{"step": stepUsage, "compact": {prompt: 3000, completion: 200}})
+	set := settings(t)
+	set.MaxCost = 0.10
+	set.Prices = pricing.Default().Merge(pricing.Entry{Provider: "openai", Model: "summariser", Price: pricing.Price{Input: 1000, CachedInput: 1000, CacheWrite: 1000, Output: 1000}})
+	set.CompactionModel = srv.named(t, "summariser")
+	set.CompactEverySteps, set.CompactTriggerChars, set.CompactKeepLast = 2, 1, 1
+	be, _, h := budgetRun(t, srv, set)
+	if srv.count("step") != 2 || srv.count("compact") != 0 {
+		t.Fatalf("calls %v, want 2 step calls and no summary", srv.calls)
+	}
+	if be.Purpose != "compact" || be.Step != 3 || be.Model != "openai:summariser" || be.EstimateUSD < 0.15 || !strings.HasPrefix(be.Error(), "stopped before the history summary of step 3:") {
+		t.Fatalf("budget error %+v: %s", be, be)
+	}
+	last := h.Items[len(h.Items)-1]
+	if last.Step != 3 || last.Error != be.Error() || last.Compaction == nil || !strings.Contains(last.Compaction.Error, be.Error()) {
+		t.Fatalf("last step %+v", last)
+	}
+}
+
+// A judge call over the budget is not made: the run keeps its result and
+// says why there is no verdict.
+func TestBudgetSkipsTheJudge(t *testing.T) {
+	srv := newBillingServer(t, []string{`{"memory":"Done.","action":[{"done":{"text":"Basic and Pro","success":true}}]}`},
+		map[string]billedUsage{"step": stepUsage, "judge": {prompt: 3000, completion: 40}})
+	set := settings(t)
+	set.MaxTokens = 20150 + 100
+	set.Judge = agent.ModelJudge{Model: srv.model(t)}
+	res, err, _, _ := tracedRun(t, srv.model(t), set)
+	if err != nil || !res.Done || !res.Success || res.Judgement != nil || res.Err != nil {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if srv.count("judge") != 0 || !strings.Contains(res.JudgeError, "stopped before the judge's model call: it would bring the tokens to") {
+		t.Fatalf("judge calls %d, judge error %q", srv.count("judge"), res.JudgeError)
 	}
 }
 
