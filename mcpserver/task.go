@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -9,12 +10,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/browseragent/browseragent/agent"
+	"github.com/browseragent/browseragent/agent/llm"
 )
 
 // runTask runs a whole task with Config.Model on the browser, telling the
 // client each step as a progress notification when it sent a progress
 // token. The result names the answer, whether the agent claims success,
-// the steps taken and the trace.
+// the steps taken, the tokens and cost, and the trace. A run stopped by a
+// budget (agent.ErrBudgetExceeded) is a tool error that says why, not a
+// protocol error.
 func (s *Server) runTask(in taskIn) handler {
 	return func(ctx context.Context, b *Browser) (*mcp.CallToolResult, error) {
 		max := s.cfg.MaxSteps
@@ -32,6 +36,9 @@ func (s *Server) runTask(in taskIn) handler {
 		if err != nil && res == nil {
 			return nil, err
 		}
+		if errors.Is(err, agent.ErrBudgetExceeded) {
+			err = nil // res.Errors ends with the reason; !res.Done makes it a tool error
+		}
 		var sb strings.Builder
 		switch {
 		case res.Done && res.Success:
@@ -42,6 +49,9 @@ func (s *Server) runTask(in taskIn) handler {
 			fmt.Fprintf(&sb, "Not finished: %s\n", strings.Join(res.Errors, "; "))
 		}
 		fmt.Fprintf(&sb, "Steps: %d\n", res.Steps)
+		if res.Usage != (llm.Usage{}) {
+			fmt.Fprintf(&sb, "Tokens: %s · %s\n", agent.FormatUsage(res.Usage), agent.FormatCost(res.Cost))
+		}
 		if b.Trace != "" {
 			fmt.Fprintf(&sb, "Trace: %s\n", b.Trace)
 		}
@@ -54,7 +64,12 @@ func (s *Server) runTask(in taskIn) handler {
 		}
 		r := text(sb.String())
 		r.IsError = !res.Done
-		r.StructuredContent = map[string]any{"done": res.Done, "success": res.Success, "final_text": res.FinalText, "steps": res.Steps, "trace": b.Trace}
+		sc := map[string]any{"done": res.Done, "success": res.Success, "final_text": res.FinalText, "steps": res.Steps, "trace": b.Trace,
+			"input_tokens": res.Usage.PromptTokens, "cached_input_tokens": res.Usage.CachedTokens, "output_tokens": res.Usage.CompletionTokens}
+		if res.Cost.Known() {
+			sc["cost_usd"] = res.Cost.Total
+		}
+		r.StructuredContent = sc
 		return r, nil
 	}
 }

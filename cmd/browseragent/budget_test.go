@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm"
@@ -102,5 +106,38 @@ func TestStepProgressLine(t *testing.T) {
 	printStep(&b, agent.HistoryItem{Step: 0})
 	if strings.Contains(b.String(), "tokens") {
 		t.Fatalf("a step without a model call shows tokens: %q", b.String())
+	}
+}
+
+// mcp takes the budget flags too: run_task stopped by --max-tokens is a
+// tool error that says why, and no model call is made; --max-cost needs
+// the model's price.
+func TestMCPRunTaskBudget(t *testing.T) {
+	if r := cli(t, nil, "mcp", "--model", "openai:test", "--max-cost", "1"); r.code != exitUsage || !strings.Contains(r.stderr, "--max-cost needs the model's price") {
+		t.Fatalf("mcp --max-cost with an unpriced model: exit %d, stderr %q", r.code, r.stderr)
+	}
+	model := newModelServer(t)
+	model.script(`{"memory":"Nothing to do.","action":[{"done":{"text":"ok","success":true}}]}`)
+	cmd, stderr := mcpCommand(t, []string{"OPENAI_API_KEY=test"}, "--out", filepath.Join(t.TempDir(), "mcp"),
+		"--model", "openai:gpt-4.1-mini", "--base-url", model.URL+"/v1", "--vision", "off", "--max-tokens", "100")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_task", Arguments: map[string]any{"task": "say ok"}})
+	if err != nil {
+		t.Fatalf("run_task: protocol error %v\nstderr:\n%s", err, stderr)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !res.IsError || !strings.Contains(text, "Not finished: stopped before the model call of step") || !strings.Contains(text, "of the 100 budget") {
+		t.Fatalf("run_task: error %v\n%s", res.IsError, text)
+	}
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	if model.steps != 0 {
+		t.Fatalf("%d model calls, want none", model.steps)
 	}
 }

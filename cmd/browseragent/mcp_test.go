@@ -324,7 +324,8 @@ func TestMCPStdio(t *testing.T) {
 			t.Fatal(err)
 		}
 		text := res.Content[0].(*mcp.TextContent).Text
-		if res.IsError || !strings.Contains(text, "Done (success)") || !strings.Contains(text, "The first form is open.") || !strings.Contains(text, "Trace: "+filepath.Join(out, "trace.jsonl")) {
+		if res.IsError || !strings.Contains(text, "Done (success)") || !strings.Contains(text, "The first form is open.") || !strings.Contains(text, "Trace: "+filepath.Join(out, "trace.jsonl")) ||
+			!strings.Contains(text, "Tokens: 200 in / 40 out · cost unknown") { // openai:test has no price
 			t.Fatalf("run_task: %v\n%s", res.IsError, text)
 		}
 		// Each step was told to the client (notifications precede the
