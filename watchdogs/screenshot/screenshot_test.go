@@ -207,3 +207,31 @@ func TestScreenshotBoundedScrolled(t *testing.T) {
 		t.Fatalf("the middle of the scrolled viewport is rgb(%d,%d,%d), want red", r>>8, g>>8, bl>>8)
 	}
 }
+
+// On a high-density display the bound is in image pixels all the same:
+// Chrome renders the clip at its scale times the device pixel ratio, so
+// the scale is chosen with the ratio in, and the result's Scale (image
+// pixels per CSS pixel) says what a point of the image is on the page.
+func TestScreenshotBoundedHighDensity(t *testing.T) {
+	s, env, _, ctx := wdtest.Connect(t, session.Profile{DeviceScaleFactor: 2}, New(Config{}))
+	wdtest.Navigate(t, ctx, s, env.URL("/vision-shop.html"))
+	var vp struct{ W, H, DPR float64 }
+	wdtest.Eval(t, ctx, s, "({W: document.documentElement.clientWidth, H: document.documentElement.clientHeight, DPR: devicePixelRatio})", &vp)
+	if vp.DPR != 2 {
+		t.Fatalf("device pixel ratio %v, want the profile's 2", vp.DPR)
+	}
+	full, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Width != int(2*vp.W) && full.Width != int(2*vp.W)+1 {
+		t.Fatalf("full-size shot %dx%d on a %vx%v viewport at DPR 2", full.Width, full.Height, vp.W, vp.H)
+	}
+	res, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{ImageOptions: events.ImageOptions{Format: events.ImageJPEG, MaxWidth: 1024, MaxHeight: 1024}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Width != 1024 || math.Abs(res.Scale-1024/vp.W) > 0.002 {
+		t.Fatalf("bounded shot %dx%d scale %v, want 1024 wide at %v", res.Width, res.Height, res.Scale, 1024/vp.W)
+	}
+}
