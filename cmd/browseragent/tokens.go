@@ -138,7 +138,7 @@ func countPrompt(p *agent.Prompt) (*tokenReport, error) {
 
 // writeTokenTable prints the parts, the schema and the totals.
 func writeTokenTable(w io.Writer, rep *tokenReport) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "part\tmessage\ttokens\tchars\tfixed\t")
 	for _, pt := range append(rep.Parts, rep.Schema) {
 		role, fixed := pt.Role, ""
