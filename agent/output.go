@@ -87,8 +87,10 @@ func (e *OutputError) Unwrap() error { return e.Err }
 
 // ParseOutput decodes and validates a model reply against the actions
 // offered this step (by name), in ReplyFull mode with planning. Action
-// parameters are checked against their schemas; actions beyond maxActions
-// are dropped and listed in Dropped. Every failure is an *OutputError
+// parameters are checked against their schemas (in the compact action
+// schema this is the only check: the reply schema leaves them free), and a
+// mismatch's reason ends with the action's signature, as the prompt lists
+// it; actions beyond maxActions are dropped and listed in Dropped. Every failure is an *OutputError
 // (matching ErrInvalidOutput) whose text says exactly what was wrong; the
 // function never panics on any input.
 func ParseOutput(content string, offered []ActionSpec, maxActions int) (*AgentOutput, error) {

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -103,6 +105,32 @@ func TestTokensPerStep(t *testing.T) {
 		}
 		if n.Page == 0 || n.Task == 0 || n.History == 0 {
 			t.Errorf("%s: a variable part was not found: %+v", c.name, n)
+		}
+	}
+}
+
+// The compact signature names each parameter in order, marks the optional
+// ones, leaves strings untyped and writes the other types, enums, lists,
+// nested objects and descriptions.
+func TestActionSignature(t *testing.T) {
+	for _, c := range []struct{ params, want string }{
+		{``, `x{}`},
+		{`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`, `x{q}`},
+		{`{"type":"object","properties":{"n":{"type":"integer"},"f":{"type":"number"},"b":{"type":"boolean"}}}`, `x{n?: int, f?: number, b?: bool}`},
+		{`{"type":"object","properties":{"e":{"type":"string","enum":["a","b"],"description":"pick one"}},"required":["e"]}`, `x{e: a|b (pick one)}`},
+		{`{"type":"object","properties":{"l":{"type":"array","items":{"type":"string"}},"o":{"type":"array","items":{"type":"object","properties":{"k":{"type":"integer"}},"required":["k"]}}},"required":["l","o"]}`, `x{l: [string], o: [{k: int}]}`},
+		{`{"type":"object","properties":{"n":{"type":["integer","null"]},"u":{"anyOf":[{"type":"string"},{"type":"integer"},{"type":"null"}]}}}`, `x{n?: int, u?: string|int}`},
+	} {
+		r := NewRegistry()
+		err := r.Add(ActionSpec{Name: "x", Params: json.RawMessage(c.params), Run: func(context.Context, *ActionContext, json.RawMessage) (ActionResult, error) {
+			return ActionResult{}, nil
+		}})
+		if err != nil {
+			t.Fatalf("%s: %v", c.params, err)
+		}
+		s, _ := r.Get("x")
+		if got := actionSignature(s); got != c.want {
+			t.Errorf("%s: %s, want %s", c.params, got, c.want)
 		}
 	}
 }
