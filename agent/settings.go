@@ -258,7 +258,8 @@ type Settings struct {
 	// policy.
 	DomainMatcher func(pattern, rawURL string) bool
 	// ExtendSystemPrompt is appended to the system prompt;
-	// OverrideSystemPrompt replaces it.
+	// OverrideSystemPrompt replaces it. In ActionSchemaCompact the action
+	// list follows either: the model must still learn its actions.
 	ExtendSystemPrompt, OverrideSystemPrompt string
 	// WaitBetweenActions is the pause between two actions of one step,
 	// before the fence checks the page: a navigation or re-render the
