@@ -167,8 +167,11 @@ func TestRenderPromptMatchesTheRun(t *testing.T) {
 	}
 	// An overridden system prompt still gets the action list.
 	o, err := agent.RenderPrompt(agent.Settings{OverrideSystemPrompt: "Custom rules."}, "x", &st)
-	if err != nil || !strings.HasPrefix(o.Messages[0].TextContent(), "Custom rules.\n\n# Actions\n") {
-		t.Fatalf("override: %v\n%s", err, o.Messages[0].TextContent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sys := o.Messages[0].TextContent(); !strings.HasPrefix(sys, "Custom rules.\n\n# Actions\n") {
+		t.Fatalf("override:\n%s", sys)
 	}
 	if _, err := agent.RenderPrompt(agent.Settings{ActionSchema: "both"}, "x", &st); err == nil {
 		t.Fatal("a bad ActionSchema was accepted")
