@@ -117,9 +117,10 @@ type Settings struct {
 	// A step that runs over fails, and the next message names the actions
 	// that already ran. Default 180 s.
 	StepTimeout time.Duration
-	// LLMTimeout bounds one model call. Default 90 s (upstream varies it by
-	// model between 30 and 90 s; wrap the model with llm.WithRetry for
-	// retries inside this bound).
+	// LLMTimeout bounds one attempt of a model call. Default 90 s (upstream
+	// varies it by model between 30 and 90 s). A model wrapped in
+	// llm.WithRetry gets a fresh LLMTimeout per attempt, so a stalled first
+	// attempt leaves time for a retry; StepTimeout bounds the whole call.
 	LLMTimeout time.Duration
 	// MaxSteps is the step budget of a Run. Default 500. From
 	// BudgetWarning × MaxSteps on, the model is told to wrap up; the last step

@@ -75,7 +75,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Errorf("stdout does not print the trace head %s", rep.Head)
 	}
 	html, err := os.ReadFile(filepath.Join(out, "report.html"))
-	if err != nil || !bytes.Contains(html, []byte("trace intact")) || !bytes.Contains(html, []byte("data:image/png;base64,")) {
+	if err != nil || !bytes.Contains(html, []byte("trace intact")) || !bytes.Contains(html, []byte("data:image/jpeg;base64,")) {
 		t.Fatalf("report missing, unverified or without screenshots (err %v)", err)
 	}
 	if bytes.Contains(html, []byte(" steps · 0.0 s")) {

@@ -462,7 +462,10 @@ func runDo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		var b strings.Builder
 		if resp != nil {
 			for _, a := range resp.Actions {
-				fmt.Fprintf(&b, "%s %s\n    %s\n", a.Name, paramSummary(a.Params), a.Description)
+				fmt.Fprintf(&b, "%s %s\n", a.Name, paramSummary(a.Params))
+				if a.Description != "" { // a name that says it all has none
+					fmt.Fprintf(&b, "    %s\n", a.Description)
+				}
 			}
 		}
 		return sf.finish(stdout, r, b.String(), err)
