@@ -494,7 +494,13 @@ func TestDownloadsAutoPDFErrors(t *testing.T) {
 func TestDownloadsWaitForFile(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "late")
-	appear := time.AfterFunc(3*fileTick, func() { _ = os.WriteFile(p, []byte("x"), 0o644) })
+	// Written aside and renamed, as Chrome finishes a download: WriteFile
+	// alone creates the file empty first, and the wait may see it then.
+	appear := time.AfterFunc(3*fileTick, func() {
+		if os.WriteFile(p+".part", []byte("x"), 0o644) == nil {
+			_ = os.Rename(p+".part", p)
+		}
+	})
 	defer appear.Stop()
 	if fi, err := waitForFile(context.Background(), p, time.Minute); err != nil || fi.Size() != 1 {
 		t.Fatalf("waiting for a file that appears: %v, %v", fi, err)
