@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	cdpproto "github.com/chromedp/cdproto/cdp"
@@ -50,6 +51,10 @@ type Config struct {
 // itself here before capturing.
 type Watchdog struct {
 	cfg Config
+	// ratios caches each tab's device pixel ratio as measured on its last
+	// bounded capture (see capture): a later capture of the tab takes one
+	// call.
+	ratios ratioCache
 }
 
 // New returns a screenshot watchdog.
@@ -102,13 +107,16 @@ func (w *Watchdog) Attach(s *session.Session) error {
 					}()
 				}
 			}
-			res, err := capture(ctx, cs, ev)
+			res, err := capture(ctx, cs, ev, w.ratios.get(tab), log)
 			if err != nil {
 				log.Debug("capture failed", zap.String("target", tab), zap.Error(err))
 				return events.ScreenshotResult{}, err
 			}
+			if res.ratio > 0 {
+				w.ratios.put(tab, res.ratio)
+			}
 			res.TargetID = tab
-			return res, nil
+			return res.ScreenshotResult, nil
 		}))
 }
 
@@ -125,11 +133,115 @@ var (
 // limits).
 const MaxSide = 16384
 
+// The device pixel ratios a measure is believed in: a measure outside is
+// clamped (and logged).
+const (
+	minRatio = 0.5
+	maxRatio = 8
+)
+
+// ratioCache holds a device pixel ratio per tab.
+type ratioCache struct {
+	mu sync.Mutex
+	m  map[string]float64
+}
+
+// get is the tab's cached ratio, else 1.
+func (c *ratioCache) get(tab string) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.m[tab]; ok {
+		return r
+	}
+	return 1
+}
+
+func (c *ratioCache) put(tab string, r float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= 256 {
+		// Closed tabs' entries go with the rest now and then; a missing
+		// entry costs one more capture.
+		c.m = map[string]float64{}
+	}
+	c.m[tab] = r
+}
+
+// captured is a capture and the device pixel ratio measured on it (0 = not
+// measured: no size bound).
+type captured struct {
+	events.ScreenshotResult
+	ratio float64
+}
+
 // capture takes an image of the page behind cs. Without a size bound the
 // capture is the one Chrome gives (a viewport capture has no clip); with
 // one, the captured area is a clip whose scale makes the image fit, so that
 // Chrome does the resize.
-func capture(ctx context.Context, cs *cdp.Session, ev events.ScreenshotEvent) (events.ScreenshotResult, error) {
+//
+// Chrome renders a clip at its scale times the device pixel ratio. The
+// ratio is not asked of the page (its devicePixelRatio is the page's to
+// redefine, and evaluating waits on its main thread): the clip is captured
+// at the scale computed for ratio (the tab's last measure, else 1), the
+// true ratio is read off the image (its width over the clip's scaled
+// width), and when the image breaks the bound or is well under it, the
+// clip is captured once more at the corrected scale.
+func capture(ctx context.Context, cs *cdp.Session, ev events.ScreenshotEvent, ratio float64, log *zap.Logger) (captured, error) {
+	res, err := captureOnce(ctx, cs, ev, ratio)
+	if err != nil || res.clip == nil {
+		return res.captured, err
+	}
+	o, c := ev.ImageOptions, res.clip
+	measured := float64(res.Width) / (c.Width * c.Scale)
+	if !(measured >= minRatio && measured <= maxRatio) {
+		// Not a ratio Chrome renders at: the image is not the clip's.
+		clamped := math.Min(math.Max(measured, minRatio), maxRatio)
+		if math.IsNaN(measured) {
+			clamped = 1
+		}
+		log.Warn("implausible device pixel ratio measured on a capture; clamped",
+			zap.Float64("measured", measured), zap.Float64("clamped", clamped),
+			zap.Int("width", res.Width), zap.Float64("clip_width", c.Width), zap.Float64("clip_scale", c.Scale))
+		measured = clamped
+	}
+	if breaks(res.Width, res.Height, o) || farUnder(res.Width, res.Height, c.Width*measured, c.Height*measured, o) {
+		again, err := captureOnce(ctx, cs, ev, measured)
+		if err != nil {
+			return captured{}, err
+		}
+		if breaks(again.Width, again.Height, o) {
+			log.Warn("a capture at the measured device pixel ratio still breaks the size bound",
+				zap.Float64("ratio", measured), zap.Int("width", again.Width), zap.Int("height", again.Height),
+				zap.Int("max_width", o.MaxWidth), zap.Int("max_height", o.MaxHeight))
+		}
+		res = again
+	}
+	res.ratio = measured
+	return res.captured, nil
+}
+
+// breaks reports whether a w×h image is larger than the bound (by more
+// than Chrome's rounding).
+func breaks(w, h int, o events.ImageOptions) bool {
+	return (o.MaxWidth > 0 && w > o.MaxWidth+1) || (o.MaxHeight > 0 && h > o.MaxHeight+1)
+}
+
+// farUnder reports whether a w×h image is well under what the bound allows
+// a capture of fullW×fullH device pixels (a ratio assumed too high).
+func farUnder(w, h int, fullW, fullH float64, o events.ImageOptions) bool {
+	s := fitScale(fullW, fullH, o.MaxWidth, o.MaxHeight)
+	return float64(w) < 0.95*fullW*s-1 || float64(h) < 0.95*fullH*s-1
+}
+
+// once is one capture and the clip it was taken with (nil = none).
+type once struct {
+	captured
+	clip *page.Viewport
+}
+
+// captureOnce captures the page once, a bounded clip at the scale that fits
+// the bound if the device pixel ratio is ratio.
+func captureOnce(ctx context.Context, cs *cdp.Session, ev events.ScreenshotEvent, ratio float64) (once, error) {
 	o := ev.ImageOptions
 	p := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng, FromSurface: pagejs.Ptr(true)}
 	switch o.Format {
@@ -139,16 +251,16 @@ func capture(ctx context.Context, cs *cdp.Session, ev events.ScreenshotEvent) (e
 	case events.ImageWebP:
 		p.Format = page.CaptureScreenshotFormatWebp
 	default:
-		return events.ScreenshotResult{}, fmt.Errorf("%w: format %q (want png, jpeg or webp)", ErrBadRequest, o.Format)
+		return once{}, fmt.Errorf("%w: format %q (want png, jpeg or webp)", ErrBadRequest, o.Format)
 	}
 	if o.Quality < 0 || o.Quality > 100 {
-		return events.ScreenshotResult{}, fmt.Errorf("%w: quality %d (want 1..100, or 0 for the default)", ErrBadRequest, o.Quality)
+		return once{}, fmt.Errorf("%w: quality %d (want 1..100, or 0 for the default)", ErrBadRequest, o.Quality)
 	}
 	if o.Quality > 0 && p.Format != page.CaptureScreenshotFormatPng {
 		p.Quality = pagejs.Ptr(int64(o.Quality))
 	}
 	if o.MaxWidth < 0 || o.MaxHeight < 0 {
-		return events.ScreenshotResult{}, fmt.Errorf("%w: negative size bound %dx%d", ErrBadRequest, o.MaxWidth, o.MaxHeight)
+		return once{}, fmt.Errorf("%w: negative size bound %dx%d", ErrBadRequest, o.MaxWidth, o.MaxHeight)
 	}
 	bounded := o.MaxWidth > 0 || o.MaxHeight > 0
 	metrics := func() (page.GetLayoutMetricsResult, error) {
@@ -160,21 +272,21 @@ func capture(ctx context.Context, cs *cdp.Session, ev events.ScreenshotEvent) (e
 	}
 	switch {
 	case ev.FullPage && ev.Clip != nil:
-		return events.ScreenshotResult{}, fmt.Errorf("%w: FullPage and Clip are exclusive", ErrBadRequest)
+		return once{}, fmt.Errorf("%w: FullPage and Clip are exclusive", ErrBadRequest)
 	case ev.Clip != nil:
 		c := ev.Clip
 		if !(c.Width > 0 && c.Height > 0) || math.IsInf(c.Width+c.Height+c.X+c.Y, 0) || math.IsNaN(c.Width+c.Height+c.X+c.Y) || c.X < 0 || c.Y < 0 {
-			return events.ScreenshotResult{}, fmt.Errorf("%w: clip %+v must have a positive size and a non-negative origin", ErrBadRequest, *c)
+			return once{}, fmt.Errorf("%w: clip %+v must have a positive size and a non-negative origin", ErrBadRequest, *c)
 		}
 		p.Clip = &page.Viewport{X: c.X, Y: c.Y, Width: c.Width, Height: c.Height, Scale: 1}
 		p.CaptureBeyondViewport = pagejs.Ptr(true)
 	case ev.FullPage:
 		m, err := metrics()
 		if err != nil {
-			return events.ScreenshotResult{}, err
+			return once{}, err
 		}
 		if m.CSSContentSize == nil || m.CSSContentSize.Width <= 0 || m.CSSContentSize.Height <= 0 {
-			return events.ScreenshotResult{}, fmt.Errorf("screenshot: page reports no content size")
+			return once{}, fmt.Errorf("screenshot: page reports no content size")
 		}
 		w := math.Min(math.Ceil(m.CSSContentSize.Width), MaxSide)
 		h := math.Min(math.Ceil(m.CSSContentSize.Height), MaxSide)
@@ -185,34 +297,30 @@ func capture(ctx context.Context, cs *cdp.Session, ev events.ScreenshotEvent) (e
 		// same pixels as a capture without a clip, at the clip's scale.
 		m, err := metrics()
 		if err != nil {
-			return events.ScreenshotResult{}, err
+			return once{}, err
 		}
 		v := m.CSSVisualViewport
 		if v == nil || v.ClientWidth <= 0 || v.ClientHeight <= 0 {
-			return events.ScreenshotResult{}, fmt.Errorf("screenshot: page reports no viewport")
+			return once{}, fmt.Errorf("screenshot: page reports no viewport")
 		}
 		p.Clip = &page.Viewport{X: v.PageX, Y: v.PageY, Width: v.ClientWidth, Height: v.ClientHeight, Scale: 1}
 		p.CaptureBeyondViewport = pagejs.Ptr(false)
 	}
 	if bounded && p.Clip != nil {
-		// Chrome renders a clip at its scale times the device pixel ratio.
-		ratio := 1.0
-		if err := pagejs.Evaluate(ctx, cs, "devicePixelRatio", &ratio); err != nil || !(ratio > 0) {
-			ratio = 1
-		}
 		p.Clip.Scale = fitScale(p.Clip.Width*ratio, p.Clip.Height*ratio, o.MaxWidth, o.MaxHeight)
 	}
 	res, err := cdpproto.Call(ctx, cs, page.CaptureScreenshot, p)
 	if err != nil {
-		return events.ScreenshotResult{}, fmt.Errorf("screenshot: %w", err)
+		return once{}, fmt.Errorf("screenshot: %w", err)
 	}
 	if len(res.Data) == 0 {
-		return events.ScreenshotResult{}, ErrEmpty
+		return once{}, ErrEmpty
 	}
-	out := events.ScreenshotResult{Data: res.Data, MediaType: o.Format.MediaType()}
+	out := once{clip: p.Clip}
+	out.Data, out.MediaType = res.Data, o.Format.MediaType()
 	w, h, err := imgsize.Of(res.Data)
 	if err != nil {
-		return events.ScreenshotResult{}, fmt.Errorf("screenshot: the browser's image: %w", err)
+		return once{}, fmt.Errorf("screenshot: the browser's image: %w", err)
 	}
 	out.Width, out.Height = w, h
 	// A clip's scale is measured on the image: it holds whatever the
@@ -221,6 +329,9 @@ func capture(ctx context.Context, cs *cdp.Session, ev events.ScreenshotEvent) (e
 	// it does not measure: Scale stays 0.
 	if p.Clip != nil {
 		out.Scale = float64(w) / p.Clip.Width
+	}
+	if !bounded {
+		out.clip = nil
 	}
 	return out, nil
 }

@@ -235,3 +235,86 @@ func TestScreenshotBoundedHighDensity(t *testing.T) {
 		t.Fatalf("bounded shot %dx%d scale %v, want 1024 wide at %v", res.Width, res.Height, res.Scale, 1024/vp.W)
 	}
 }
+
+// The size bound does not trust the page: a page that redefines
+// devicePixelRatio (too small: the image would be 6 times the bytes; too
+// large: a 1×1 image) still gets an image that fits the bound, at the
+// scale Chrome rendered it, and the measured ratio is kept for the tab.
+func TestScreenshotBoundIgnoresPageRatio(t *testing.T) {
+	for _, lie := range []string{"0.25", "1e6"} {
+		t.Run(lie, func(t *testing.T) {
+			wd := New(Config{})
+			s, env, _, ctx := wdtest.Connect(t, session.Profile{DeviceScaleFactor: 2}, wd)
+			wdtest.Navigate(t, ctx, s, env.URL("/vision-shop.html"))
+			var vp struct{ W, H, DPR float64 }
+			wdtest.Eval(t, ctx, s, "({W: document.documentElement.clientWidth, H: document.documentElement.clientHeight, DPR: devicePixelRatio})", &vp)
+			if vp.DPR != 2 {
+				t.Fatalf("device pixel ratio %v, want the profile's 2", vp.DPR)
+			}
+			var now float64
+			wdtest.Eval(t, ctx, s, "Object.defineProperty(window, 'devicePixelRatio', {get: () => "+lie+"}), devicePixelRatio", &now)
+			if now == 2 {
+				t.Fatal("the page could not redefine devicePixelRatio")
+			}
+			o := events.ImageOptions{Format: events.ImageJPEG, MaxWidth: 1024, MaxHeight: 768}
+			want := math.Min(1024/(2*vp.W), 768/(2*vp.H)) * 2 // image pixels per CSS pixel
+			for i := range 2 {                                // the second from the cached ratio
+				res, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{ImageOptions: o})
+				if err != nil {
+					t.Fatal(err)
+				}
+				img, err := jpeg.Decode(bytes.NewReader(res.Data))
+				if err != nil {
+					t.Fatal(err)
+				}
+				b := img.Bounds()
+				if b.Dx() != res.Width || b.Dy() != res.Height || b.Dx() > 1025 || b.Dy() > 769 {
+					t.Fatalf("capture %d: image %v (result %dx%d) breaks the 1024×768 bound", i, b, res.Width, res.Height)
+				}
+				if math.Abs(float64(b.Dx())-want*vp.W) > 2 || math.Abs(float64(b.Dy())-want*vp.H) > 2 {
+					t.Fatalf("capture %d: image %v, want %.0fx%.0f (the bound, at DPR 2)", i, b, want*vp.W, want*vp.H)
+				}
+				if math.Abs(res.Scale-want) > 0.005 {
+					t.Fatalf("capture %d: scale %v, want %v", i, res.Scale, want)
+				}
+				if r := wd.ratios.get(s.FocusedTab()); math.Abs(r-2) > 0.01 {
+					t.Fatalf("capture %d: cached ratio %v, want 2", i, r)
+				}
+			}
+		})
+	}
+}
+
+// A bounded capture of a page scrolled both ways on a high-density display
+// is the region the user sees.
+func TestScreenshotBoundedScrolledHighDensity(t *testing.T) {
+	s, env, _, ctx := wdtest.Connect(t, session.Profile{DeviceScaleFactor: 2}, New(Config{}))
+	wdtest.Navigate(t, ctx, s, env.URL("/vision-canvas.html"))
+	// Red only at x and y in [3000, 5000] of a 6000×6000 page.
+	var ok bool
+	wdtest.Eval(t, ctx, s, `(() => { document.documentElement.style.overflow = 'auto'; document.body.style.overflow = 'auto';
+		document.body.style.width = '6000px'; document.body.style.height = '6000px';
+		const d = document.createElement('div'); d.style.cssText = 'position:absolute;left:3000px;top:3000px;width:2000px;height:2000px;background:rgb(255,0,0)';
+		document.body.appendChild(d); scrollTo(3100, 3100); return scrollX === 3100 && scrollY === 3100; })()`, &ok)
+	if !ok {
+		t.Fatal("the page did not scroll both ways")
+	}
+	res, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{ImageOptions: events.ImageOptions{MaxWidth: 640, MaxHeight: 640}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(res.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := img.Bounds()
+	if b.Dx() > 641 || b.Dy() > 641 {
+		t.Fatalf("image %v breaks the 640×640 bound", b)
+	}
+	for _, p := range []image.Point{{b.Dx() / 2, b.Dy() / 2}, {2, 2}, {b.Dx() - 3, b.Dy() - 3}} {
+		r, g, bl, _ := img.At(p.X, p.Y).RGBA()
+		if r>>8 < 240 || g>>8 > 15 || bl>>8 > 15 {
+			t.Fatalf("pixel %v of the scrolled viewport is rgb(%d,%d,%d), want red", p, r>>8, g>>8, bl>>8)
+		}
+	}
+}
