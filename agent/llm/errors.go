@@ -53,7 +53,7 @@ var (
 // message, else the one chosen by status (402 is ErrQuota). It unwraps to
 // the transport error if any.
 type APIError struct {
-	Provider string // "openai", "anthropic", "gemini"
+	Provider string // the provider's name ("openai", "anthropic", "gemini", "ollama"), not the model's
 	Status   int    // HTTP status; 0 for a network failure or attempt timeout
 	Code     string // provider error type/code, e.g. "rate_limit_error", "RESOURCE_EXHAUSTED"
 	Message  string // provider message, or the transport error text

@@ -138,8 +138,10 @@ type Request struct {
 	// as their HTTP attempt timeout when it is shorter than their
 	// configured one. Its expiry is ErrProviderUnavailable (retryable). The
 	// caller's ctx still bounds everything; a Model that does neither
-	// (scripted, a custom one) may ignore it. WithAttemptTimeout sets the
-	// same through a context, for requests that leave it zero.
+	// (scripted, a custom one) may ignore it, and does not implement
+	// AttemptBounder, so that a caller can tell and bound the call itself.
+	// WithAttemptTimeout sets the same through a context, for requests
+	// that leave it zero.
 	AttemptTimeout time.Duration
 }
 

@@ -259,17 +259,17 @@ func TestAttemptTimeout(t *testing.T) {
 			}
 			return &llm.Response{Content: "ok"}, nil
 		}}
-		// One overall bound of two attempts: under the old single timeout
-		// the first attempt would have used it all.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*attempt)
+		// A long overall bound: a first attempt bounded only by it would
+		// stall for all of it. 10 s is headroom for a loaded machine.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		start := time.Now()
 		resp, err := llm.WithRetry(m, policy).Generate(ctx, r)
 		if err != nil || resp.Content != "ok" || m.calls.Load() != 2 {
 			t.Fatalf("%v %v calls %d", resp, err, m.calls.Load())
 		}
-		if d := time.Since(start); d < attempt {
-			t.Errorf("the first attempt ended after %s", d)
+		if d := time.Since(start); d < attempt || d > 10*time.Second {
+			t.Errorf("took %s", d)
 		}
 	})
 	t.Run("carried by the context", func(t *testing.T) {
@@ -319,6 +319,64 @@ func TestAttemptTimeout(t *testing.T) {
 			t.Fatalf("err = %v calls %d", err, m.calls.Load())
 		}
 	})
+	t.Run("the timeout names the provider, not the model", func(t *testing.T) {
+		m := &namedCtxModel{name: "custom:model-1", ctxModel: ctxModel{f: func(ctx context.Context, _ int) (*llm.Response, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}}}
+		_, err := llm.GenerateAttempt(context.Background(), m, r)
+		var ae *llm.APIError
+		if !errors.As(err, &ae) || ae.Provider != "custom" || !errors.Is(err, llm.ErrProviderUnavailable) {
+			t.Fatalf("err = %v (%#v)", err, ae)
+		}
+	})
+	t.Run("a bad request at the deadline stays a bad request", func(t *testing.T) {
+		m := &ctxModel{f: func(ctx context.Context, _ int) (*llm.Response, error) {
+			<-ctx.Done()
+			return nil, &llm.APIError{Provider: "p", Status: 400, Message: "bad schema"}
+		}}
+		_, err := llm.WithRetry(m, policy).Generate(context.Background(), r)
+		if !errors.Is(err, llm.ErrBadRequest) || errors.Is(err, llm.ErrProviderUnavailable) || m.calls.Load() != 1 {
+			t.Fatalf("err = %v calls %d", err, m.calls.Load())
+		}
+	})
+	t.Run("a reply error at the deadline keeps its response", func(t *testing.T) {
+		m := &ctxModel{f: func(ctx context.Context, _ int) (*llm.Response, error) {
+			<-ctx.Done()
+			return &llm.Response{Content: `{"a":`, Usage: llm.Usage{CompletionTokens: 7}},
+				&llm.ReplyError{Provider: "p", Kind: llm.ErrTruncated, StopReason: "length"}
+		}}
+		resp, err := llm.WithRetry(m, policy).Generate(context.Background(), r)
+		if !errors.Is(err, llm.ErrTruncated) || errors.Is(err, llm.ErrProviderUnavailable) || m.calls.Load() != 1 {
+			t.Fatalf("err = %v calls %d", err, m.calls.Load())
+		}
+		if resp == nil || resp.Usage.CompletionTokens != 7 {
+			t.Fatalf("the reply error's response was dropped: %+v", resp)
+		}
+	})
+}
+
+type namedCtxModel struct {
+	ctxModel
+	name string
+}
+
+func (m *namedCtxModel) Name() string { return m.name }
+
+func TestBoundsAttempts(t *testing.T) {
+	custom := &ctxModel{}
+	if llm.BoundsAttempts(custom) {
+		t.Error("a custom model claims to bound its attempts")
+	}
+	if !llm.BoundsAttempts(llm.WithRetry(custom, llm.RetryPolicy{})) {
+		t.Error("WithRetry does not bound its attempts")
+	}
+	if llm.BoundsAttempts(llm.WithFallback(llm.WithRetry(custom, llm.RetryPolicy{}), custom)) {
+		t.Error("a fallback to an unbounded model claims to bound its attempts")
+	}
+	if !llm.BoundsAttempts(llm.WithFallback(llm.WithRetry(custom, llm.RetryPolicy{}), llm.WithRetry(custom, llm.RetryPolicy{}))) {
+		t.Error("a fallback between bounded models does not bound its attempts")
+	}
 }
 
 func TestFallback(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -100,6 +101,9 @@ type retryModel struct {
 func (r *retryModel) Name() string          { return r.m.Name() }
 func (r *retryModel) CloseIdleConnections() { CloseIdleConnections(r.m) }
 
+// BoundsAttempts is true: every attempt runs under GenerateAttempt.
+func (r *retryModel) BoundsAttempts() bool { return true }
+
 func (r *retryModel) Generate(ctx context.Context, req Request) (*Response, error) {
 	for attempt := 1; ; attempt++ {
 		resp, err := GenerateAttempt(ctx, r.m, req)
@@ -145,10 +149,16 @@ func AttemptTimeout(ctx context.Context, req *Request) time.Duration {
 }
 
 // GenerateAttempt calls m.Generate once under the attempt timeout
-// (AttemptTimeout(ctx, &req), when set): the attempt gets its own deadline, and when that deadline, not
-// ctx's, ends the attempt, the error is an *APIError (Status 0) matching
-// ErrProviderUnavailable that names the timeout. With no AttemptTimeout it
-// is m.Generate(ctx, req).
+// (AttemptTimeout(ctx, &req), when set): the attempt gets its own
+// deadline. When that deadline, not ctx's, ended the attempt (the error
+// wraps context.DeadlineExceeded, the attempt's context expired and ctx is
+// still live), the error becomes an *APIError (Status 0) matching
+// ErrProviderUnavailable that names the timeout and unwraps to the
+// model's error; Provider is the part of m.Name() before its first ':'
+// ("openai" for "openai:gpt-4.1"). Any other error (a 400, a ReplyError
+// that arrives as the deadline passes, an error already matching
+// ErrProviderUnavailable) is returned as the model returned it, and so is
+// resp in every case. With no AttemptTimeout it is m.Generate(ctx, req).
 func GenerateAttempt(ctx context.Context, m Model, req Request) (*Response, error) {
 	req.AttemptTimeout = AttemptTimeout(ctx, &req)
 	if req.AttemptTimeout <= 0 {
@@ -157,10 +167,39 @@ func GenerateAttempt(ctx context.Context, m Model, req Request) (*Response, erro
 	actx, cancel := context.WithTimeout(ctx, req.AttemptTimeout)
 	defer cancel()
 	resp, err := m.Generate(actx, req)
-	if err != nil && ctx.Err() == nil && actx.Err() != nil && !errors.Is(err, ErrProviderUnavailable) {
-		return nil, &APIError{Provider: m.Name(), Message: fmt.Sprintf("attempt timed out after %s", req.AttemptTimeout), Err: err}
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrProviderUnavailable) &&
+		ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+		return resp, &APIError{Provider: providerOf(m.Name()), Message: fmt.Sprintf("attempt timed out after %s", req.AttemptTimeout), Err: err}
 	}
 	return resp, err
+}
+
+// providerOf returns the provider part of a model name ("openai" for
+// "openai:gpt-4.1"), or the name when it has none.
+func providerOf(name string) string {
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		return name[:i]
+	}
+	return name
+}
+
+// AttemptBounder is implemented by models that bound each attempt by the
+// attempt timeout themselves (Request.AttemptTimeout, or the one
+// WithAttemptTimeout puts in the context): the provider models (openai,
+// anthropic, gemini), WithRetry's wrapper, and WithFallback's when both
+// its models do. BoundsAttempts reports whether they do. A caller that
+// passes an attempt timeout to any other Model (a custom or scripted one)
+// gets no bound from it and must bound the call itself, e.g. with
+// context.WithTimeout; see BoundsAttempts.
+type AttemptBounder interface {
+	BoundsAttempts() bool
+}
+
+// BoundsAttempts reports whether m honours attempt timeouts (see
+// AttemptBounder).
+func BoundsAttempts(m Model) bool {
+	b, ok := m.(AttemptBounder)
+	return ok && b.BoundsAttempts()
 }
 
 // ShouldFallback is the default fallback rule: switch to the fallback model
@@ -212,6 +251,11 @@ type fallbackModel struct {
 }
 
 func (f *fallbackModel) Name() string { return f.primary.Name() + "|" + f.fallback.Name() }
+
+// BoundsAttempts is true when both models bound their attempts.
+func (f *fallbackModel) BoundsAttempts() bool {
+	return BoundsAttempts(f.primary) && BoundsAttempts(f.fallback)
+}
 
 func (f *fallbackModel) CloseIdleConnections() {
 	CloseIdleConnections(f.primary)

@@ -129,6 +129,11 @@ func New(cfg Config) (*Model, error) {
 // Name returns "provider:model".
 func (m *Model) Name() string { return m.cfg.Provider + ":" + m.cfg.Model }
 
+// BoundsAttempts is true (llm.AttemptBounder): the attempt timeout in
+// force (Request.AttemptTimeout or llm.WithAttemptTimeout), when shorter
+// than Config.Timeout, bounds each HTTP attempt.
+func (m *Model) BoundsAttempts() bool { return true }
+
 // CloseIdleConnections closes idle connections of the Model's own client
 // (an injected client is left alone).
 func (m *Model) CloseIdleConnections() {
