@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -163,15 +164,25 @@ type Entry struct {
 // Table is a price table. The zero value is empty; Default returns the
 // built-in one. A Table is read-only after it is built (Merge returns a new
 // one), so it is safe for concurrent use.
+//
+// An alias names its entry, not a price: a later entry of the same name
+// replaces the price, and the aliases follow it (overriding openai:gpt-5
+// prices gpt-5.1 and gpt-5-codex too). A later entry whose name (or alias)
+// is an alias of an earlier one takes that name over: the earlier entry
+// keeps its other names.
 type Table struct {
-	byKey   map[string]Price
-	entries []Entry
+	// names maps every name and alias ("provider:model") to its entry's
+	// key, the entry's own name.
+	names   map[string]string
+	entries map[string]*Entry
+	// order is the entries' keys in the order they were first added.
+	order []string
 }
 
 // New returns a table of entries; a later entry (or alias) replaces an
 // earlier one of the same provider and name.
 func New(entries ...Entry) *Table {
-	t := &Table{byKey: map[string]Price{}}
+	t := &Table{names: map[string]string{}, entries: map[string]*Entry{}}
 	for _, e := range entries {
 		t.put(e)
 	}
@@ -180,31 +191,90 @@ func New(entries ...Entry) *Table {
 
 func (t *Table) put(e Entry) {
 	p := canonicalProvider(e.Provider)
-	e.Provider = p
-	e.Model = normalizeModel(p, e.Model)
-	t.entries = append(t.entries, e)
-	t.byKey[p+":"+e.Model] = e.Price
+	key := p + ":" + normalizeModel(p, e.Model)
+	cur := t.entries[key]
+	if cur == nil {
+		t.release(key)
+		cur = &Entry{Provider: p, Model: normalizeModel(p, e.Model)}
+		t.entries[key] = cur
+		if !slices.Contains(t.order, key) {
+			t.order = append(t.order, key)
+		}
+		t.names[key] = key
+	}
+	cur.Price = e.Price
 	for _, a := range e.Aliases {
-		t.byKey[p+":"+normalizeModel(p, a)] = e.Price
+		an := normalizeModel(p, a)
+		ak := p + ":" + an
+		if ak == key || t.names[ak] == key {
+			continue
+		}
+		if old := t.entries[ak]; old != nil {
+			// The alias names an earlier entry: this one replaces it, and
+			// that entry's aliases (names of the same model) come along.
+			delete(t.entries, ak)
+			for _, oa := range old.Aliases {
+				t.names[p+":"+oa] = key
+				cur.Aliases = append(cur.Aliases, oa)
+			}
+		} else {
+			t.release(ak)
+		}
+		t.names[ak] = key
+		cur.Aliases = append(cur.Aliases, an)
+	}
+}
+
+// release takes the alias name away from the entry it names, if any.
+func (t *Table) release(name string) {
+	owner, ok := t.names[name]
+	if !ok || owner == name {
+		return
+	}
+	delete(t.names, name)
+	if e := t.entries[owner]; e != nil {
+		_, an, _ := strings.Cut(name, ":")
+		e.Aliases = slices.DeleteFunc(slices.Clone(e.Aliases), func(a string) bool { return a == an })
 	}
 }
 
 // Merge returns a table holding t's entries and then more's (which replace
 // t's of the same name). t is not changed.
 func (t *Table) Merge(more ...Entry) *Table {
-	var all []Entry
-	if t != nil {
-		all = append(all, t.entries...)
-	}
-	return New(append(all, more...)...)
+	return New(append(t.Entries(), more...)...)
 }
 
-// Entries returns the table's entries in the order they were added.
+// Entries returns the table's entries, each once with its current price
+// and aliases (lower case), in the order they were first added.
 func (t *Table) Entries() []Entry {
 	if t == nil {
 		return nil
 	}
-	return append([]Entry(nil), t.entries...)
+	var out []Entry
+	for _, k := range t.order {
+		if e := t.entries[k]; e != nil {
+			c := *e
+			c.Aliases = slices.Clone(e.Aliases)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// price returns the price of a normalised "provider:model" name or alias.
+func (t *Table) price(name string) (Price, bool) {
+	if t == nil {
+		return Price{}, false
+	}
+	k, ok := t.names[name]
+	if !ok {
+		return Price{}, false
+	}
+	e := t.entries[k]
+	if e == nil {
+		return Price{}, false
+	}
+	return e.Price, true
 }
 
 // providerAliases canonicalise a spec's provider, as package providers does.
@@ -242,19 +312,15 @@ func (t *Table) Lookup(spec string) (Price, error) {
 	}
 	prov = canonicalProvider(prov)
 	if prov == "ollama" {
-		if t != nil {
-			if p, ok := t.byKey["ollama:"+normalizeModel(prov, model)]; ok {
-				return p, nil
-			}
+		if p, ok := t.price("ollama:" + normalizeModel(prov, model)); ok {
+			return p, nil
 		}
 		return Price{}, nil // local: no bill
 	}
 	if prov == "openrouter" {
 		if v, m, ok := strings.Cut(model, "/"); ok {
-			if t != nil {
-				if p, ok := t.byKey["openrouter:"+strings.ToLower(model)]; ok {
-					return p, nil
-				}
+			if p, ok := t.price("openrouter:" + strings.ToLower(model)); ok {
+				return p, nil
 			}
 			if v == "google" {
 				v = "gemini"
@@ -265,7 +331,7 @@ func (t *Table) Lookup(spec string) (Price, error) {
 	if t != nil {
 		name := normalizeModel(prov, model)
 		for {
-			if p, ok := t.byKey[prov+":"+name]; ok {
+			if p, ok := t.price(prov + ":" + name); ok {
 				return p, nil
 			}
 			cut := snapshot.ReplaceAllString(name, "")

@@ -151,3 +151,65 @@ func TestOverrideFile(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// An override of a model's name reprices its aliases (and dated snapshots
+// of them) too; an override of an alias takes that name alone; Entries
+// lists each model once, at its current price.
+func TestOverrideReachesAliases(t *testing.T) {
+	entries, err := pricing.ParseOverrides("prices.json", strings.NewReader(`{
+  "openai:gpt-5": {"input": 1, "output": 8},
+  "openai:gpt-5-mini": {"input": 0.2, "output": 1.5, "aliases": ["gpt-5-mini-codex"]},
+  "openai:gpt-5.1-codex-mini": {"input": 0.3, "output": 2.5}
+}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := pricing.Default().Merge(entries...)
+	for spec, want := range map[string]float64{
+		"openai:gpt-5":                     1,
+		"openai:gpt-5.1":                   1,
+		"openai:gpt-5-codex":               1,
+		"openai:gpt-5-chat-latest":         1,
+		"openai:gpt-5.1-2025-11-13":        1,
+		"openai:gpt-5-mini":                0.2,
+		"openai:gpt-5-mini-codex":          0.2,
+		"openai:gpt-5.1-codex-mini":        0.3,
+		"openrouter:openai/gpt-5.1":        1,
+		"openai:gpt-5-nano":                0.05,
+		"anthropic:claude-opus-4-0":        15,
+		"anthropic:claude-sonnet-4.5":      3,
+		"openai:gpt-4o-2024-05-13":         5,
+		"openai:chatgpt-4o-latest":         2.5,
+		"anthropic:claude-4-opus-20250514": 15,
+	} {
+		p, err := tab.Lookup(spec)
+		if err != nil || !near(p.Input, want) {
+			t.Errorf("%s: %+v %v, want input %g", spec, p, err, want)
+		}
+	}
+	seen := map[string]int{}
+	var mini pricing.Entry
+	for _, e := range tab.Entries() {
+		seen[e.Provider+":"+e.Model]++
+		for _, a := range e.Aliases {
+			seen[e.Provider+":"+a]++
+		}
+		if e.Model == "gpt-5-mini" {
+			mini = e
+		}
+		if p, err := tab.Lookup(e.Provider + ":" + e.Model); err != nil || p != e.Price {
+			t.Errorf("entry %s at %+v, looked up %+v %v", e.Model, e.Price, p, err)
+		}
+	}
+	for name, n := range seen {
+		if n != 1 {
+			t.Errorf("%s listed %d times", name, n)
+		}
+	}
+	if seen["openai:gpt-5.1"] != 1 || seen["openai:gpt-5.1-codex-mini"] != 1 || !near(mini.Price.Input, 0.2) || strings.Join(mini.Aliases, ",") != "gpt-5-mini-codex" {
+		t.Errorf("entries: gpt-5-mini %+v, names %v", mini, seen)
+	}
+	if p, _ := pricing.Default().Lookup("openai:gpt-5.1"); !near(p.Input, 1.25) {
+		t.Errorf("the default table changed: %+v", p)
+	}
+}
