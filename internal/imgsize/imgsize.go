@@ -16,24 +16,40 @@ import (
 var ErrUnknown = errors.New("imgsize: not a PNG, JPEG or WebP header")
 
 // Of returns the width and height in pixels of a PNG, JPEG or WebP image,
-// read from its header (the pixels are not decoded).
+// read from its header (the pixels are not decoded). It recognises a
+// format by the same magic bytes as MediaType, and a header that says 0
+// pixels either way is ErrUnknown.
 func Of(b []byte) (w, h int, err error) {
 	var cfg image.Config
 	switch {
-	case len(b) >= 8 && string(b[1:4]) == "PNG":
+	case len(b) >= 8 && string(b[:8]) == pngSignature:
 		cfg, err = png.DecodeConfig(bytes.NewReader(b))
-	case len(b) >= 3 && b[0] == 0xFF && b[1] == 0xD8:
+	case len(b) >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF:
 		cfg, err = jpeg.DecodeConfig(bytes.NewReader(b))
 	case len(b) >= 30 && string(b[0:4]) == "RIFF" && string(b[8:12]) == "WEBP":
-		return webp(b)
+		w, h, err := webp(b)
+		if err == nil && (w <= 0 || h <= 0) {
+			// A VP8 frame header may say 0: no image is 0 pixels wide.
+			err = ErrUnknown
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		return w, h, nil
 	default:
 		return 0, 0, ErrUnknown
 	}
 	if err != nil {
 		return 0, 0, errors.Join(ErrUnknown, err)
 	}
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return 0, 0, ErrUnknown
+	}
 	return cfg.Width, cfg.Height, nil
 }
+
+// pngSignature opens every PNG file.
+const pngSignature = "\x89PNG\r\n\x1a\n"
 
 // webp reads the first chunk of a WebP file: VP8 (lossy), VP8L (lossless)
 // or VP8X (extended), as the WebP container specification lays them out.
@@ -66,7 +82,7 @@ func webp(b []byte) (int, int, error) {
 // "image/png", "image/jpeg", "image/webp", or "" when it is none of them.
 func MediaType(b []byte) string {
 	switch {
-	case len(b) >= 8 && string(b[:8]) == "\x89PNG\r\n\x1a\n":
+	case len(b) >= 8 && string(b[:8]) == pngSignature:
 		return "image/png"
 	case len(b) >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF:
 		return "image/jpeg"

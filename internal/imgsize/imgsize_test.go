@@ -53,9 +53,21 @@ func TestOf(t *testing.T) {
 			t.Errorf("media type of %q: %q, want %q", b[:min(len(b), 6)], got, want)
 		}
 	}
-	for _, b := range [][]byte{nil, []byte("GIF89a..."), p.Bytes()[:12]} {
-		if _, _, err := Of(b); !errors.Is(err, ErrUnknown) {
-			t.Errorf("%q: %v, want ErrUnknown", b, err)
+	// Not a PNG signature (only "PNG" at 1..4), a VP8 frame of 0×0, a
+	// truncated PNG: unknown.
+	badSig := append([]byte("xPNG"), p.Bytes()[4:]...)
+	zeroVP8 := webp("VP8 ", 0, 0, 0, 0x9d, 0x01, 0x2a, 0, 0, 0, 0)
+	for _, b := range [][]byte{nil, []byte("GIF89a..."), p.Bytes()[:12], badSig, zeroVP8} {
+		if w, h, err := Of(b); !errors.Is(err, ErrUnknown) {
+			t.Errorf("%q: %dx%d %v, want ErrUnknown", b[:min(len(b), 16)], w, h, err)
+		}
+	}
+	// Of reads a size exactly when MediaType names a format (a 0×0 frame
+	// excepted: it has a format, not a size).
+	for _, b := range [][]byte{p.Bytes(), j.Bytes(), badSig, []byte("\xff\xd8\x00 not a jpeg"), webp("VP8X")} {
+		_, _, err := Of(b)
+		if (err == nil) != (MediaType(b) != "") {
+			t.Errorf("%q: Of says %v, MediaType says %q", b[:min(len(b), 16)], err, MediaType(b))
 		}
 	}
 }
