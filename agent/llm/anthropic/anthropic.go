@@ -20,9 +20,15 @@
 // cache_creation_input_tokens, CachedTokens the reads and CacheWriteTokens
 // the writes.
 //
-// max_tokens, which the API requires, comes from MaxOutputTokens (the
-// model's known output limit) unless the request or Config sets it; for a
-// known model a larger value is capped at that limit.
+// max_tokens, which the API requires, defaults to DefaultMaxTokens (8,192)
+// or the model's known output limit when that is smaller (claude-3-haiku
+// and claude-3-opus: 4,096; the API rejects a max_tokens above the limit).
+// It is not the full limit (64,000 for Sonnet 4.x): Anthropic's rate
+// limiter estimates a request's output tokens from max_tokens when the
+// request starts, so a max_tokens near a tier's output-tokens-per-minute
+// limit (8,000 for Sonnet at tier 1) turns nearly every call into a 429.
+// Request.MaxTokens or Config.MaxTokens may ask for more, up to the known
+// limit (a larger value is capped at it).
 //
 // Errors: a 400 "credit balance is too low" is llm.ErrQuota; a 400 "prompt
 // is too long" is llm.ErrContextLength.
@@ -61,7 +67,9 @@ type Config struct {
 	// Timeout bounds one HTTP attempt; default 90s.
 	Timeout time.Duration
 	// MaxTokens is sent when the request has none (the API requires it);
-	// default MaxOutputTokens(Model). For a model in the table, either is
+	// default min(DefaultMaxTokens, MaxOutputTokens(Model)), not the full
+	// limit, which the rate limiter would count against the output tokens
+	// per minute (see the package doc). For a model in the table, either is
 	// capped at its limit (the API rejects a larger max_tokens).
 	MaxTokens int
 	// Header holds extra headers (e.g. anthropic-beta).
@@ -74,6 +82,13 @@ type Config struct {
 // MaxOutputTokens does not know: the smallest limit of the current Claude
 // families (Claude 3.5), which every newer model accepts.
 const DefaultMaxOutputTokens = 8192
+
+// DefaultMaxTokens is the max_tokens sent when neither the request nor the
+// Config sets one, lowered to the model's output limit when that is
+// smaller. It is well above an agent step's reply (hundreds of tokens) and
+// stays within the output-tokens-per-minute estimate of the lowest rate
+// tier (see the package doc).
+const DefaultMaxTokens = 8192
 
 // outputLimits are the models' maximum output tokens, by model-name prefix,
 // longest prefix first (Anthropic's models overview; the 3.7 Sonnet's 128k
@@ -115,16 +130,19 @@ func knownLimit(model string) (int, bool) {
 }
 
 // maxTokens is the max_tokens sent: the request's, else the Config's, else
-// the model's limit; capped at the limit when the model is known (an
-// unknown model's own limit may be larger than the default, so an explicit
-// value passes).
+// min(DefaultMaxTokens, the model's limit); capped at the limit when the
+// model is known (an unknown model's own limit may be larger than the
+// default, so an explicit value passes).
 func (m *Model) maxTokens(req int) int {
 	limit, known := knownLimit(m.cfg.Model)
 	n := req
 	if n <= 0 {
 		n = m.cfg.MaxTokens
 	}
-	if n <= 0 || (known && n > limit) {
+	if n <= 0 {
+		n = min(DefaultMaxTokens, limit)
+	}
+	if known && n > limit {
 		n = limit
 	}
 	return n

@@ -110,7 +110,7 @@ func TestStructuredOutputViaForcedTool(t *testing.T) {
 			t.Fatal(err)
 		}
 		// No part marks a breakpoint: the system block gets the default one.
-		if sent.Model != "claude-sonnet-4-5" || sent.MaxTokens != 64000 || len(sent.System) != 1 || sent.System[0].Type != "text" ||
+		if sent.Model != "claude-sonnet-4-5" || sent.MaxTokens != 8192 || len(sent.System) != 1 || sent.System[0].Type != "text" ||
 			sent.System[0].Text != "You are a browser agent." || string(sent.System[0].CacheControl) != `{"type":"ephemeral"}` {
 			t.Errorf("sent %s", body)
 		}
@@ -387,18 +387,24 @@ func TestMaxTokensFromModelLimit(t *testing.T) {
 		cfg, req  int
 		wantLimit int
 	}{
-		{"claude-opus-4-5-20251101", 0, 0, 64000},
-		{"claude-opus-4-1", 0, 0, 32000},
-		{"claude-opus-4-20250514", 0, 0, 32000},
-		{"claude-sonnet-4-5", 0, 0, 64000},
-		{"claude-sonnet-4-20250514", 0, 0, 64000},
-		{"claude-3-7-sonnet-latest", 0, 0, 64000},
-		{"claude-haiku-4-5", 0, 0, 64000},
+		// The default: 8,192, or a smaller known limit (the rate limiter
+		// counts max_tokens against the output tokens per minute).
+		{"claude-opus-4-5-20251101", 0, 0, 8192},
+		{"claude-opus-4-1", 0, 0, 8192},
+		{"claude-sonnet-4-5", 0, 0, 8192},
 		{"claude-3-5-haiku-20241022", 0, 0, 8192},
-		{"claude-3-5-sonnet-20241022", 0, 0, 8192},
 		{"claude-3-haiku-20240307", 0, 0, 4096},
 		{"claude-3-opus-20240229", 0, 0, 4096},
-		{"claude-unknown-9", 0, 0, anthropic.DefaultMaxOutputTokens},
+		{"claude-unknown-9", 0, 0, anthropic.DefaultMaxTokens},
+		// Asked for: up to the known limit.
+		{"claude-opus-4-5-20251101", 0, 64000, 64000},
+		{"claude-opus-4-1", 0, 64000, 32000},
+		{"claude-opus-4-20250514", 40000, 0, 32000},
+		{"claude-sonnet-4-5", 0, 100000, 64000},
+		{"claude-sonnet-4-20250514", 64000, 0, 64000},
+		{"claude-3-7-sonnet-latest", 0, 70000, 64000},
+		{"claude-haiku-4-5", 0, 20000, 20000},
+		{"claude-3-5-sonnet-20241022", 0, 20000, 8192},
 		{"claude-sonnet-4-5", 0, 1000, 1000},        // the request wins
 		{"claude-sonnet-4-5", 2000, 0, 2000},        // then the Config
 		{"claude-sonnet-4-5", 2000, 1000, 1000},     // the request over the Config
