@@ -197,7 +197,8 @@ func (e *MissingKeyError) Is(target error) bool { return target == ErrAuth }
 type ContextLengthError struct {
 	Provider string
 	Model    string
-	// Window is the context size the provider was configured with.
+	// Window is the context size the provider was configured with; 0 when
+	// it is not known (the truncation was seen in the reply alone).
 	Window int
 	// Estimated is this package's estimate of the prompt's tokens.
 	Estimated int
@@ -209,7 +210,11 @@ type ContextLengthError struct {
 
 func (e *ContextLengthError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: prompt does not fit the context window of %s (%d tokens): ", e.Provider, e.Model, e.Window)
+	if e.Window > 0 {
+		fmt.Fprintf(&b, "%s: prompt does not fit the context window of %s (%d tokens): ", e.Provider, e.Model, e.Window)
+	} else {
+		fmt.Fprintf(&b, "%s: prompt does not fit the context window of %s: ", e.Provider, e.Model)
+	}
 	if e.Reported > 0 {
 		fmt.Fprintf(&b, "the server read %d prompt tokens where about %d were sent, so it truncated the prompt", e.Reported, e.Estimated)
 	} else {

@@ -26,7 +26,8 @@
 //
 // Servers that truncate an oversized prompt instead of rejecting it (Ollama
 // answers 200 with the prompt cut to its num_ctx) are guarded by
-// Config.ContextWindow.
+// Config.ContextWindow when the window is known, and by
+// Config.MinContextWindow (the reply's check alone) when it is not.
 package openai
 
 import (
@@ -77,13 +78,31 @@ type Config struct {
 	// treat unknown fields, and a strict one rejects the request.
 	SendCacheKey bool
 	// ContextWindow, when positive, is the server's context size in tokens,
-	// for servers that truncate an oversized prompt silently (Ollama). A
+	// for servers that truncate an oversized prompt silently (Ollama); set
+	// it only when the server's window is known (configured), since a
 	// request whose estimated prompt (EstimateTokens) exceeds it is refused
-	// before sending, and a reply whose usage.prompt_tokens reaches the
-	// window, or is less than half the estimate, is reported as truncated;
-	// both are a *llm.ContextLengthError (llm.ErrContextLength). 0 checks
-	// nothing (the API reports oversized prompts itself).
+	// before sending. A reply whose usage.prompt_tokens reaches the window,
+	// or whose prompt size is less than half the estimate, is reported as
+	// truncated (see MinContextWindow for the prompt size). Both are a
+	// *llm.ContextLengthError (llm.ErrContextLength). 0 checks nothing
+	// unless MinContextWindow is set (the API reports oversized prompts
+	// itself).
 	ContextWindow int
+	// MinContextWindow, when positive and ContextWindow is 0, is the
+	// smallest window the server may be running with when its actual one
+	// is not known (Ollama picks its default by the GPU's memory: 4,096
+	// tokens below 24 GiB, more above). Nothing is refused before sending;
+	// a reply is reported truncated (a *llm.ContextLengthError with Window
+	// 0) when its prompt size is less than half the estimate and the
+	// estimate is at least half this window. The prompt size is
+	// usage.prompt_tokens plus prompt_tokens_details.cached_tokens when the
+	// server reports them (a server may count only the tokens it evaluated
+	// after a KV-cache hit), so a reported cache hit is not taken for a
+	// truncation. Blind spots: a truncation that keeps more than half the
+	// estimate passes, and a server that counts only the evaluated tokens
+	// without reporting cached_tokens (some Ollama 0.30 releases) can make a
+	// large cache hit look like a truncation.
+	MinContextWindow int
 	// ContextHint ends a *llm.ContextLengthError's message: how to raise
 	// the window on this server.
 	ContextHint string
@@ -271,11 +290,11 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 		return nil, fmt.Errorf("%s: %w", m.cfg.Provider, err)
 	}
 	var estimate int
-	if m.cfg.ContextWindow > 0 {
+	if m.cfg.ContextWindow > 0 || m.cfg.MinContextWindow > 0 {
 		estimate = EstimateTokens(&req)
-		if estimate > m.cfg.ContextWindow {
-			return nil, m.contextErr(estimate, 0)
-		}
+	}
+	if m.cfg.ContextWindow > 0 && estimate > m.cfg.ContextWindow {
+		return nil, m.contextErr(estimate, 0)
 	}
 	h := http.Header{}
 	for k, vs := range m.cfg.Header {
@@ -315,9 +334,8 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 		if u.CompletionTokensDetails != nil {
 			resp.Usage.ReasoningTokens = u.CompletionTokensDetails.ReasoningTokens
 		}
-		if w := m.cfg.ContextWindow; w > 0 && u.PromptTokens > 0 &&
-			(u.PromptTokens >= w || (estimate >= w/2 && u.PromptTokens < estimate/2)) {
-			return resp, m.contextErr(estimate, u.PromptTokens)
+		if read := m.truncated(estimate, resp.Usage); read > 0 {
+			return resp, m.contextErr(estimate, read)
 		}
 	}
 	if len(r.Choices) == 0 {
@@ -341,6 +359,26 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 		return resp, &llm.ReplyError{Provider: m.cfg.Provider, Kind: llm.ErrEmptyReply, StopReason: c.FinishReason}
 	}
 	return wire.Finish(m.cfg.Provider, &req, resp)
+}
+
+// truncated returns the prompt size the server read when a reply's usage
+// shows the prompt cut to the server's window (see Config.ContextWindow
+// and MinContextWindow), else 0.
+func (m *Model) truncated(estimate int, u llm.Usage) int {
+	w, known := m.cfg.ContextWindow, true
+	if w <= 0 {
+		w, known = m.cfg.MinContextWindow, false
+	}
+	if w <= 0 || u.PromptTokens <= 0 {
+		return 0
+	}
+	if known && u.PromptTokens >= w {
+		return u.PromptTokens
+	}
+	if seen := u.PromptTokens + u.CachedTokens; estimate >= w/2 && seen < estimate/2 {
+		return seen
+	}
+	return 0
 }
 
 func (m *Model) contextErr(estimate, reported int) error {

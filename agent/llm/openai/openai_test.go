@@ -725,3 +725,55 @@ func TestAttemptTimeoutLeavesTimeForRetry(t *testing.T) {
 		t.Error("the provider model does not say it bounds its attempts")
 	}
 }
+
+// With only a minimum window (the server's is unknown), nothing is refused
+// before sending; a reply that read far less than was sent is a truncation,
+// unless the server reports the rest as read from its prompt cache.
+func TestMinContextWindow(t *testing.T) {
+	var cached atomic.Int32
+	s := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, _ []byte) {
+		details := ""
+		if c := cached.Load(); c >= 0 {
+			details = fmt.Sprintf(`,"prompt_tokens_details":{"cached_tokens":%d}`, c)
+		}
+		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","model":"qwen3:4b","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":300,"completion_tokens":1,"total_tokens":301%s}}`, details)
+	})
+	m := newModel(t, s, func(c *openai.Config) { c.Provider, c.MinContextWindow = "ollama", 4096 })
+	r := llm.Request{Messages: []llm.Message{llm.UserMessage(llm.Text(strings.Repeat("word ", 8000)))}} // about 10,000 tokens
+
+	cached.Store(-1) // no prompt_tokens_details: 300 of 10,000 read
+	_, err := m.Generate(context.Background(), r)
+	var ce *llm.ContextLengthError
+	if !errors.As(err, &ce) || ce.Window != 0 || ce.Reported != 300 || s.hits.Load() != 1 {
+		t.Fatalf("err = %v, hits %d", err, s.hits.Load())
+	}
+	if strings.Contains(err.Error(), "(0 tokens)") {
+		t.Errorf("an unknown window is printed as 0: %v", err)
+	}
+	cached.Store(9800) // a KV-cache hit the server reports
+	if resp, err := m.Generate(context.Background(), r); err != nil || resp.Usage.CachedTokens != 9800 {
+		t.Fatalf("a cache hit taken for a truncation: %v %v", resp, err)
+	}
+	cached.Store(0) // reported, but no hit: still a truncation
+	if _, err := m.Generate(context.Background(), r); !errors.Is(err, llm.ErrContextLength) {
+		t.Fatalf("err = %v", err)
+	}
+	// A prompt below half the minimum window is never checked.
+	small := llm.Request{Messages: []llm.Message{llm.UserMessage(llm.Text(strings.Repeat("word ", 1000)))}}
+	if _, err := m.Generate(context.Background(), small); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A configured window also counts the cache: a reply that read part of
+// the prompt from the cache is not a truncation.
+func TestContextWindowCacheHit(t *testing.T) {
+	s := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, _ []byte) {
+		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"qwen3:4b","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":310,"completion_tokens":1,"total_tokens":311,"prompt_tokens_details":{"cached_tokens":3500}}}`)
+	})
+	m := newModel(t, s, func(c *openai.Config) { c.ContextWindow = 8192 })
+	r := llm.Request{Messages: []llm.Message{llm.UserMessage(llm.Text(strings.Repeat("word ", 3000))), llm.AssistantMessage("ok"), llm.UserMessage(llm.Text("next"))}}
+	if _, err := m.Generate(context.Background(), r); err != nil {
+		t.Fatalf("err = %v", err)
+	}
+}

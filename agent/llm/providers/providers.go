@@ -41,28 +41,36 @@ type Options struct {
 	// Logger is given to the retry wrapper; default zap.NewNop().
 	Logger *zap.Logger
 	// ContextWindow is the context size, in tokens, of an "ollama" server
-	// (see openai.Config.ContextWindow): Ollama's OpenAI-compatible endpoint
-	// truncates a longer prompt to its num_ctx silently, so a prompt
-	// estimated larger is refused before sending and a truncated one is
-	// reported as llm.ErrContextLength. Default $OLLAMA_CONTEXT_LENGTH (the
-	// variable the Ollama server reads), else DefaultOllamaContext; negative
-	// turns the check off. Other providers ignore it: their APIs reject an
-	// oversized prompt themselves.
+	// (see openai.Config.ContextWindow), default $OLLAMA_CONTEXT_LENGTH (the
+	// variable the Ollama server reads). Ollama's OpenAI-compatible
+	// endpoint truncates a longer prompt to its num_ctx silently. When the
+	// window is given (here or in the variable), a prompt estimated larger
+	// is refused before sending and a reply that shows a truncation is
+	// llm.ErrContextLength. When it is not, the window is unknown (Ollama
+	// picks its default by the GPU's memory: 4,096 tokens below 24 GiB,
+	// 32,768 up to 48 GiB, 262,144 above), so nothing is refused before
+	// sending and only a reply that read less than half the estimated
+	// prompt is reported (openai.Config.MinContextWindow, with
+	// OllamaMinContext). Negative turns every check off. Other providers
+	// ignore it: their APIs reject an oversized prompt themselves.
 	ContextWindow int
 	// DisableCache turns off Anthropic's cache_control markers.
 	DisableCache bool
 }
 
-// DefaultOllamaContext is Ollama's default num_ctx in recent releases
-// (older ones used 2048); a server may be configured larger with
-// OLLAMA_CONTEXT_LENGTH or a Modelfile's num_ctx, and browseragent must then
-// be told the same (Options.ContextWindow or $OLLAMA_CONTEXT_LENGTH).
-const DefaultOllamaContext = 4096
+// OllamaMinContext is the smallest default context window of current
+// Ollama releases (4,096 tokens, on a GPU with less than 24 GiB of memory;
+// more memory gets 32,768 or 262,144). It is what the reply's truncation
+// check assumes when no window is configured; nothing is refused before
+// sending on its account.
+const OllamaMinContext = 4096
 
-// ollamaWindow returns the context window assumed for an Ollama server.
+// ollamaWindow returns the context window configured for an Ollama server
+// (Options.ContextWindow, else $OLLAMA_CONTEXT_LENGTH): positive when
+// given, 0 when not, -1 when the checks are off.
 func ollamaWindow(o Options) (int, error) {
 	if o.ContextWindow != 0 {
-		return max(o.ContextWindow, 0), nil
+		return max(o.ContextWindow, -1), nil
 	}
 	if v := strings.TrimSpace(os.Getenv("OLLAMA_CONTEXT_LENGTH")); v != "" {
 		n, err := strconv.Atoi(v)
@@ -71,7 +79,7 @@ func ollamaWindow(o Options) (int, error) {
 		}
 		return n, nil
 	}
-	return DefaultOllamaContext, nil
+	return 0, nil
 }
 
 // Known lists the provider names New accepts.
@@ -106,7 +114,8 @@ func Parse(spec string) (provider, model string, err error) {
 // New builds the model a spec names, wrapped in llm.WithRetry. A missing key
 // is a *llm.MissingKeyError (matching llm.ErrAuth) naming the environment
 // variable to set. "ollama" talks to $OLLAMA_BASE_URL or OllamaBaseURL
-// without a key, checking prompts against Options.ContextWindow;
+// without a key, checking prompts against Options.ContextWindow (or,
+// without one, its replies for a truncation);
 // "openrouter" uses $OPENROUTER_API_KEY. Request.CacheKey is sent (as
 // prompt_cache_key) only by "openai" on OpenAI's own API, never to Ollama or
 // OpenRouter: an OpenAI-compatible server may reject a field it does not
@@ -126,9 +135,13 @@ func New(spec string, o Options) (llm.Model, error) {
 		if werr != nil {
 			return nil, werr
 		}
+		minWindow := 0
+		if window == 0 {
+			minWindow = OllamaMinContext
+		}
 		m, err = openai.New(openai.Config{Model: model, Provider: "ollama", APIKey: firstNonEmpty(o.APIKey, "ollama"),
 			BaseURL: base, HTTPClient: o.HTTPClient, Timeout: o.Timeout, LegacyMaxTokens: true,
-			ContextWindow: window,
+			ContextWindow: max(window, 0), MinContextWindow: minWindow,
 			ContextHint: "start the Ollama server with a larger OLLAMA_CONTEXT_LENGTH (or give the model a larger num_ctx) " +
 				"and set the same OLLAMA_CONTEXT_LENGTH here (or providers.Options.ContextWindow)"})
 	case "openrouter":

@@ -139,9 +139,10 @@ func TestCrossProviderFallback(t *testing.T) {
 	}
 }
 
-// "ollama" knows its server's context window ($OLLAMA_CONTEXT_LENGTH, else
-// 4096) and refuses a prompt that would be truncated, saying how to raise
-// the window; a server that truncated anyway is caught by its usage.
+// "ollama" refuses before sending only a prompt larger than a window it
+// was told ($OLLAMA_CONTEXT_LENGTH or Options.ContextWindow), saying how
+// to raise it; without one (Ollama's default depends on the GPU) it sends
+// the prompt and catches a truncation in the reply.
 func TestOllamaContextWindow(t *testing.T) {
 	var hits atomic.Int32
 	var numCtx atomic.Int32
@@ -159,35 +160,47 @@ func TestOllamaContextWindow(t *testing.T) {
 	}
 	gen := func(o providers.Options, r llm.Request) (*llm.Response, error) {
 		o.HTTPClient = srv.Client()
+		o.Retry = &llm.RetryPolicy{MaxAttempts: 1}
 		m, err := providers.New("ollama:llama3.1:8b", o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m.Generate(context.Background(), r)
 	}
-
-	t.Setenv("OLLAMA_CONTEXT_LENGTH", "")
-	numCtx.Store(4096)
-	if _, err := gen(providers.Options{}, req(12000)); err != nil { // about 3,000 tokens
-		t.Fatal(err)
-	}
-	_, err := gen(providers.Options{}, req(20000)) // about 5,000 tokens > 4096
 	var ce *llm.ContextLengthError
-	if !errors.As(err, &ce) || !errors.Is(err, llm.ErrContextLength) || ce.Window != providers.DefaultOllamaContext ||
-		!strings.Contains(err.Error(), "OLLAMA_CONTEXT_LENGTH") || hits.Load() != 1 {
-		t.Fatalf("err = %v, hits = %d", err, hits.Load())
+
+	// No window configured: a prompt above 4,096 tokens goes to a server
+	// with a larger default (a 24 GiB GPU's 32k) and is answered.
+	t.Setenv("OLLAMA_CONTEXT_LENGTH", "")
+	numCtx.Store(32768)
+	if _, err := gen(providers.Options{}, req(40000)); err != nil || hits.Load() != 1 { // about 10,000 tokens
+		t.Fatalf("unconfigured window: %v, hits %d", err, hits.Load())
+	}
+	// The same prompt on a small GPU's 4,096: sent, and the reply shows
+	// the cut.
+	numCtx.Store(4096)
+	resp, err := gen(providers.Options{}, req(40000))
+	if !errors.As(err, &ce) || ce.Window != 0 || ce.Reported != 4096 || resp == nil || hits.Load() != 2 ||
+		!strings.Contains(err.Error(), "OLLAMA_CONTEXT_LENGTH") {
+		t.Fatalf("truncated with an unknown window: %v %v, hits %d", resp, err, hits.Load())
 	}
 
+	// A configured window refuses before sending, saying how to raise it.
 	t.Setenv("OLLAMA_CONTEXT_LENGTH", "8192")
 	numCtx.Store(8192)
+	_, err = gen(providers.Options{}, req(40000))
+	if !errors.As(err, &ce) || !errors.Is(err, llm.ErrContextLength) || ce.Window != 8192 || ce.Reported != 0 ||
+		!strings.Contains(err.Error(), "OLLAMA_CONTEXT_LENGTH") || hits.Load() != 2 {
+		t.Fatalf("err = %v, hits = %d", err, hits.Load())
+	}
 	if _, err := gen(providers.Options{}, req(20000)); err != nil {
-		t.Fatalf("raised window: %v", err)
+		t.Fatalf("within the configured window: %v", err)
 	}
 	// Estimated under the window, but the server's tokenizer counts more:
 	// its reply shows the prompt cut to its window.
 	t.Setenv("OLLAMA_CONTEXT_LENGTH", "")
 	numCtx.Store(4096)
-	resp, err := gen(providers.Options{}, req(15000))
+	resp, err = gen(providers.Options{ContextWindow: 4096}, req(15000))
 	if !errors.Is(err, llm.ErrContextLength) || resp == nil || resp.Usage.PromptTokens != 4096 {
 		t.Fatalf("truncated: %v %v", resp, err)
 	}
