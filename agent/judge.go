@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/browseragent/browseragent/agent/llm"
-	"github.com/browseragent/browseragent/internal/imgsize"
 )
 
 // ModelJudge is a Judge that asks a model (often a stronger or cheaper one
@@ -51,11 +50,7 @@ func (j ModelJudge) Judge(ctx context.Context, in JudgeInput) (Judgement, error)
 		shots = shots[len(shots)-10:]
 	}
 	for _, s := range shots {
-		mt := imgsize.MediaType(s)
-		if mt == "" {
-			mt = "image/png"
-		}
-		parts = append(parts, llm.ImagePart(mt, s))
+		parts = append(parts, llm.ImagePart(imageMediaType(s, ""), s))
 	}
 	resp, err := j.Model.Generate(ctx, llm.Request{Messages: []llm.Message{llm.SystemMessage(string(sys)), llm.UserMessage(parts...)}, Schema: judgeSchema})
 	if err != nil {

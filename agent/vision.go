@@ -161,6 +161,12 @@ func ImageTokens(f ImageFamily, w, h int, detail string) int {
 	return 0
 }
 
+// CheckScreenshots checks the screenshot settings (ScreenshotFormat,
+// ScreenshotQuality, ScreenshotDetail) as New does, without changing s: an
+// empty format and a zero quality mean the defaults. Flag parsers call it
+// so that they accept exactly what New accepts.
+func (s Settings) CheckScreenshots() error { return s.visionDefaults() }
+
 // visionDefaults checks and completes the screenshot settings.
 func (s *Settings) visionDefaults() error {
 	switch s.ScreenshotFormat {
@@ -254,11 +260,26 @@ func (a *Agent) screenshotCaption(st *events.BrowserState) (caption string, ok b
 // from its bytes (whoever answered Screenshot may have sent a PNG whatever
 // was asked) and Settings.ScreenshotDetail.
 func (a *Agent) screenshotImage(b []byte) llm.Part {
-	mt := imgsize.MediaType(b)
-	if mt == "" {
-		mt = "image/png"
+	return llm.Part{Image: &llm.Image{MediaType: imageMediaType(b, ""), Data: b, Detail: a.set.ScreenshotDetail}}
+}
+
+// imageMediaType is the media type of an encoded image: read from its
+// bytes, else declared (what its producer said), else image/png.
+func imageMediaType(b []byte, declared string) string {
+	if mt := imgsize.MediaType(b); mt != "" {
+		return mt
 	}
-	return llm.Part{Image: &llm.Image{MediaType: mt, Data: b, Detail: a.set.ScreenshotDetail}}
+	if declared != "" {
+		return declared
+	}
+	return "image/png"
+}
+
+// ScreenshotMediaType is the media type of the observation's screenshot:
+// read from its bytes (whoever answered Screenshot may have sent a PNG
+// whatever was asked), else the state's ScreenshotType, else image/png.
+func ScreenshotMediaType(st *events.BrowserState) string {
+	return imageMediaType(st.Screenshot, st.ScreenshotType)
 }
 
 // offersCoordinates reports whether this agent's click takes coordinates.
@@ -282,11 +303,12 @@ func screenshotSize(st *events.BrowserState) (w, h int) {
 
 // screenshotExt is the file extension of the observation's image.
 func screenshotExt(st *events.BrowserState) string {
-	switch imgsize.MediaType(st.Screenshot) {
-	case "image/jpeg":
-		return ".jpg"
-	case "image/webp":
-		return ".webp"
+	f := events.ImagePNG
+	switch ScreenshotMediaType(st) {
+	case events.ImageJPEG.MediaType():
+		f = events.ImageJPEG
+	case events.ImageWebP.MediaType():
+		f = events.ImageWebP
 	}
-	return ".png"
+	return f.Ext()
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/scripted"
+	"github.com/browseragent/browseragent/internal/imgsize"
 	"github.com/browseragent/browseragent/internal/testbrowser"
 	"github.com/browseragent/browseragent/mcpserver"
 	"github.com/browseragent/browseragent/session"
@@ -495,5 +496,34 @@ func TestHTTPSessionTimeout(t *testing.T) {
 	defer fresh.Close()
 	if _, err := fresh.ListTools(ctx, nil); err != nil {
 		t.Fatalf("a new session after the timeout: %v", err)
+	}
+}
+
+
+// The state tool's screenshot says the media type of its bytes.
+func TestStateScreenshotMediaType(t *testing.T) {
+	web := site(t)
+	l := newLauncher(t, nil)
+	cs := connect(t, newServer(t, mcpserver.Config{Start: l.start}), nil, "")
+	mustCall(t, cs, "navigate", map[string]any{"url": web.URL1 + "/agent-queries.html"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "state", Arguments: map[string]any{"screenshot": true}})
+	if err != nil || res.IsError {
+		t.Fatalf("state: %v %+v", err, res)
+	}
+	images := 0
+	for _, c := range res.Content {
+		img, ok := c.(*mcp.ImageContent)
+		if !ok {
+			continue
+		}
+		images++
+		if _, _, err := imgsize.Of(img.Data); err != nil || img.MIMEType != imgsize.MediaType(img.Data) {
+			t.Fatalf("image of %d bytes (%v) says %q, its bytes %q", len(img.Data), err, img.MIMEType, imgsize.MediaType(img.Data))
+		}
+	}
+	if images != 1 {
+		t.Fatalf("%d images in the state", images)
 	}
 }

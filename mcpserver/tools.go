@@ -189,7 +189,7 @@ func (s *Server) addTools() {
 			}
 			r := text(o.Text)
 			if in.Screenshot && len(o.State.Screenshot) > 0 {
-				r.Content = append(r.Content, &mcp.ImageContent{Data: o.State.Screenshot, MIMEType: "image/png"})
+				r.Content = append(r.Content, &mcp.ImageContent{Data: o.State.Screenshot, MIMEType: agent.ScreenshotMediaType(o.State)})
 			}
 			return r, nil
 		}

@@ -18,25 +18,27 @@ type screenshotFlags struct {
 
 func (f *screenshotFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.format, "screenshot-format", string(agent.DefaultScreenshotFormat), "encoding of the screenshots sent to the model: jpeg, webp (about half of jpeg's bytes; not every local model reads it) or png (lossless, 2 to 6 times jpeg's bytes)")
-	fs.IntVar(&f.quality, "screenshot-quality", agent.DefaultScreenshotQuality, "jpeg/webp quality of the screenshots, 1-100")
+	fs.IntVar(&f.quality, "screenshot-quality", agent.DefaultScreenshotQuality, "jpeg/webp quality of the screenshots, 1-100 (0: the default)")
 	fs.StringVar(&f.detail, "screenshot-detail", "", "OpenAI image detail: low (85 tokens, 512 px), high or auto (default: not sent, the provider's auto); other providers ignore it")
 }
 
-// apply checks the flags and puts them into set.
+// apply checks the flags as agent.New checks the settings
+// (Settings.CheckScreenshots) and puts them into set.
 func (f *screenshotFlags) apply(set *agent.Settings) error {
-	switch events.ImageFormat(f.format) {
-	case events.ImageJPEG, events.ImageWebP, events.ImagePNG:
-	default:
-		return usagef("--screenshot-format must be jpeg, webp or png")
+	// One setting at a time, so that the error names its flag.
+	for _, c := range []struct {
+		flag string
+		set  agent.Settings
+	}{
+		{"--screenshot-format", agent.Settings{ScreenshotFormat: events.ImageFormat(f.format)}},
+		{"--screenshot-quality", agent.Settings{ScreenshotQuality: f.quality}},
+		{"--screenshot-detail", agent.Settings{ScreenshotDetail: f.detail}},
+	} {
+		if err := c.set.CheckScreenshots(); err != nil {
+			return usagef("%s: %v", c.flag, err)
+		}
 	}
-	if f.quality < 1 || f.quality > 100 {
-		return usagef("--screenshot-quality must be 1 to 100")
-	}
-	switch f.detail {
-	case "", agent.DetailLow, agent.DetailHigh, agent.DetailAuto:
-	default:
-		return usagef("--screenshot-detail must be low, high or auto")
-	}
-	set.ScreenshotFormat, set.ScreenshotQuality, set.ScreenshotDetail = events.ImageFormat(f.format), f.quality, f.detail
+	shots := agent.Settings{ScreenshotFormat: events.ImageFormat(f.format), ScreenshotQuality: f.quality, ScreenshotDetail: f.detail}
+	set.ScreenshotFormat, set.ScreenshotQuality, set.ScreenshotDetail = shots.ScreenshotFormat, shots.ScreenshotQuality, shots.ScreenshotDetail
 	return nil
 }

@@ -71,9 +71,9 @@ func TestRunScreenshotFlags(t *testing.T) {
 	}
 
 	for _, c := range []struct{ flag, value, want string }{
-		{"--screenshot-format", "gif", "--screenshot-format must be jpeg, webp or png"},
-		{"--screenshot-quality", "0", "--screenshot-quality must be 1 to 100"},
-		{"--screenshot-detail", "medium", "--screenshot-detail must be low, high or auto"},
+		{"--screenshot-format", "gif", `--screenshot-format: agent: invalid settings: ScreenshotFormat "gif" (want jpeg, webp or png)`},
+		{"--screenshot-quality", "101", "--screenshot-quality: agent: invalid settings: ScreenshotQuality 101 (want 1..100)"},
+		{"--screenshot-detail", "medium", `--screenshot-detail: agent: invalid settings: ScreenshotDetail "medium" (want low, high or auto)`},
 	} {
 		r := cli(t, nil, "run", "--model", "ollama:x", c.flag, c.value, "do it")
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
