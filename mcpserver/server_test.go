@@ -499,7 +499,6 @@ func TestHTTPSessionTimeout(t *testing.T) {
 	}
 }
 
-
 // The state tool's screenshot says the media type of its bytes.
 func TestStateScreenshotMediaType(t *testing.T) {
 	web := site(t)
