@@ -42,6 +42,39 @@ func TestDOMWMediaCoverage(t *testing.T) {
 	}
 }
 
+// A media element counts only where it shows: a large canvas in a small
+// iframe, or in a small box that hides its overflow, covers that box's
+// share of the viewport, not the whole screen.
+func TestDOMWMediaCoverageClipped(t *testing.T) {
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	var vp [2]float64
+	for _, c := range []struct {
+		name, js string
+	}{
+		{"iframe", `new Promise(r => { const f = document.createElement('iframe');
+			f.style.cssText = 'position:absolute;left:0;top:0;width:200px;height:150px;border:0';
+			f.srcdoc = '<body style="margin:0"><canvas width="3000" height="3000" style="width:3000px;height:3000px;background:#000"></canvas></body>';
+			f.onload = () => r(true); document.body.appendChild(f); })`},
+		{"overflow hidden", `(() => { const d = document.createElement('div');
+			d.style.cssText = 'position:absolute;left:0;top:0;width:200px;height:150px;overflow:hidden';
+			d.innerHTML = '<canvas width="3000" height="3000" style="width:3000px;height:3000px;background:#000"></canvas>';
+			document.body.appendChild(d); return true; })()`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			wdtest.Navigate(t, ctx, s, env.URL("/index.html"))
+			var ok bool
+			wdtest.Eval(t, ctx, s, c.js, &ok)
+			wdtest.Eval(t, ctx, s, "[innerWidth, innerHeight]", &vp)
+			want := 200 * 150 / (vp[0] * vp[1])
+			st := wdtest.State(t, ctx, s)
+			if got := st.Stats.MediaCoverage; !ok || math.Abs(got-want) > 0.01 {
+				t.Fatalf("media coverage %v, want %v (a 200×150 box in %v×%v)", got, want, vp[0], vp[1])
+			}
+		})
+	}
+}
+
 // The state request's ImageOptions reach whoever answers Screenshot, and
 // the answer's media type, size and scale reach the state.
 func TestDOMWScreenshotOptionsPassedOn(t *testing.T) {
