@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // Object is a JSON object with its key order.
@@ -170,4 +171,42 @@ func Walk(v any, f func(*Object)) {
 			}
 		}
 	}
+}
+
+// WalkPath is Walk with the JSON path of each subschema ("$" is the root,
+// then ".properties.name", ".items", ".anyOf[0]", ...): f runs on a node,
+// then on its subschemas as f left them, until f returns false. It
+// reports whether the walk ran to the end.
+func WalkPath(v any, p string, f func(o *Object, path string) bool) bool {
+	o, ok := v.(*Object)
+	if !ok {
+		return true
+	}
+	if !f(o, p) {
+		return false
+	}
+	for _, k := range []string{"properties", "$defs", "definitions", "patternProperties"} {
+		if m, ok := o.vals[k].(*Object); ok {
+			for _, kk := range m.keys {
+				if !WalkPath(m.vals[kk], p+"."+k+"."+kk, f) {
+					return false
+				}
+			}
+		}
+	}
+	for _, k := range []string{"items", "additionalProperties", "not", "if", "then", "else", "contains"} {
+		if !WalkPath(o.vals[k], p+"."+k, f) {
+			return false
+		}
+	}
+	for _, k := range []string{"anyOf", "oneOf", "allOf", "prefixItems"} {
+		if a, ok := o.vals[k].([]any); ok {
+			for i, e := range a {
+				if !WalkPath(e, p+"."+k+"["+strconv.Itoa(i)+"]", f) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

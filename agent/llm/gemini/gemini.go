@@ -9,9 +9,12 @@
 // OpenAPI 3.0 subset: the schema is converted (see OpenAPISchema). System
 // messages become systemInstruction; the assistant role is sent as "model".
 // Images must be inline (Data or data: URL): the API does not fetch remote
-// URLs. In both schema modes an object schema without properties gets an
-// optional placeholder property (see Placeholder), because the API rejects
-// an OBJECT with empty properties.
+// URLs. In both schema modes a closed empty object schema (a parameterless
+// action's) gets an optional placeholder property (see Placeholder),
+// because the API rejects an OBJECT with empty properties; an object that
+// allows other keys is sent as it is in responseJsonSchema and refused
+// (a *llm.SchemaError, before sending) in responseSchema, which cannot
+// express it.
 //
 // Prompt caching is implicit on Gemini 2.5+ models: a request whose prefix
 // (systemInstruction, then contents) repeats a recent one is billed at the
@@ -30,6 +33,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -37,6 +41,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/browseragent/browseragent/agent/internal/schemax"
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/internal/wire"
 )
@@ -56,8 +61,10 @@ type Config struct {
 	HTTPClient *http.Client
 	// Timeout bounds one HTTP attempt; default 90s.
 	Timeout time.Duration
-	// OpenAPISchema sends responseSchema (converted) instead of
-	// responseJsonSchema, for models without JSON Schema support.
+	// OpenAPISchema sends responseSchema (converted, see OpenAPISchema)
+	// instead of responseJsonSchema, for models without JSON Schema
+	// support. A schema with a free-form object (such as the agent's
+	// compact reply schema) is then refused before sending.
 	OpenAPISchema bool
 }
 
@@ -166,7 +173,9 @@ type response struct {
 	ModelVersion string `json:"modelVersion"`
 }
 
-func (m *Model) buildRequest(req *llm.Request) (*request, error) {
+// buildRequest returns the request body and, when the schema sent was
+// given placeholders, the adapted schema (for stripPlaceholder).
+func (m *Model) buildRequest(req *llm.Request) (_ *request, sent *legal, _ error) {
 	// systemInstruction precedes contents in the body, the order of the
 	// implicit cache's prefix.
 	out := &request{}
@@ -188,17 +197,17 @@ func (m *Model) buildRequest(req *llm.Request) (*request, error) {
 			}
 			mt, data, inline, err := p.Image.Inline()
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if !inline {
-				return nil, fmt.Errorf("%w: remote image URL %q: Gemini needs inline image data (set Image.Data)", llm.ErrBadRequest, p.Image.URL)
+				return nil, nil, fmt.Errorf("%w: remote image URL %q: Gemini needs inline image data (set Image.Data)", llm.ErrBadRequest, p.Image.URL)
 			}
 			c.Parts = append(c.Parts, part{InlineData: &inlineData{MimeType: mt, Data: base64.StdEncoding.EncodeToString(data)}})
 		}
 		out.Contents = append(out.Contents, c)
 	}
 	if len(out.Contents) == 0 {
-		return nil, fmt.Errorf("%w: no user or assistant message", llm.ErrBadRequest)
+		return nil, nil, fmt.Errorf("%w: no user or assistant message", llm.ErrBadRequest)
 	}
 	if len(sys) > 0 {
 		out.SystemInstruction = &content{Parts: sys}
@@ -207,23 +216,32 @@ func (m *Model) buildRequest(req *llm.Request) (*request, error) {
 	if s := req.Schema; s != nil {
 		gc.ResponseMimeType = "application/json"
 		if m.cfg.OpenAPISchema {
-			conv, err := OpenAPISchema(s.JSON)
+			l, err := openAPI(*s)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			gc.ResponseSchema = conv
+			if gc.ResponseSchema, err = schemax.Marshal(l.root); err != nil {
+				return nil, nil, err
+			}
+			sent = l
 		} else {
-			legal, _, err := LegalSchema(s.JSON)
+			l, changed, err := legalize(*s)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			gc.ResponseJSONSchema = legal
+			gc.ResponseJSONSchema = s.JSON
+			if changed {
+				if gc.ResponseJSONSchema, err = schemax.Marshal(l.root); err != nil {
+					return nil, nil, err
+				}
+				sent = l
+			}
 		}
 	}
 	if gc.MaxOutputTokens > 0 || gc.Temperature != nil || gc.ResponseMimeType != "" {
 		out.GenerationConfig = gc
 	}
-	return out, nil
+	return out, sent, nil
 }
 
 // Generate sends one generateContent request. finishReason MAX_TOKENS is
@@ -236,8 +254,12 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("gemini: %w", err)
 	}
-	body, err := m.buildRequest(&req)
+	body, sent, err := m.buildRequest(&req)
 	if err != nil {
+		var se *llm.SchemaError
+		if errors.As(err, &se) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("gemini: %w", err)
 	}
 	h := http.Header{}
@@ -291,7 +313,7 @@ func (m *Model) Generate(ctx context.Context, req llm.Request) (*llm.Response, e
 		return resp, &llm.ReplyError{Provider: "gemini", Kind: llm.ErrEmptyReply, StopReason: c.FinishReason, Detail: c.FinishMessage}
 	}
 	if req.Schema != nil {
-		resp.Content = stripPlaceholder(resp.Content)
+		resp.Content = stripPlaceholder(resp.Content, sent)
 	}
 	return wire.Finish("gemini", &req, resp)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -149,7 +150,9 @@ func TestOpenAPISchemaMode(t *testing.T) {
 	if _, err := newModel(t, s, true).Generate(context.Background(), structuredReq()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gemini.OpenAPISchema(json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"#/$defs/A"}}}`)); !errors.Is(err, llm.ErrBadRequest) {
+	_, err := gemini.OpenAPISchema(llm.Schema{JSON: json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"#/$defs/A"}}}`)})
+	var se *llm.SchemaError
+	if !errors.Is(err, llm.ErrBadRequest) || !errors.As(err, &se) || se.Path != "$.properties.a" {
 		t.Errorf("$ref: %v", err)
 	}
 }
@@ -250,87 +253,195 @@ func TestMissingKey(t *testing.T) {
 	m.CloseIdleConnections()
 }
 
-// emptyObjects returns the JSON paths of the OBJECT schemas without
-// properties, the shape the API rejects with "should be non-empty for
-// OBJECT type" in responseSchema and responseJsonSchema alike.
-func emptyObjects(v any, path string, out *[]string) {
+// rejected returns the JSON path of the first object schema the API would
+// reject with "should be non-empty for OBJECT type", or "": in
+// responseSchema every OBJECT without properties; in responseJsonSchema one
+// whose properties are empty and that allows no other keys (a free-form
+// object is valid JSON Schema).
+func rejected(v any, path string, openAPI bool) string {
 	m, ok := v.(map[string]any)
 	if !ok {
 		if a, ok := v.([]any); ok {
 			for i, x := range a {
-				emptyObjects(x, fmt.Sprintf("%s[%d]", path, i), out)
+				if p := rejected(x, fmt.Sprintf("%s[%d]", path, i), openAPI); p != "" {
+					return p
+				}
 			}
 		}
-		return
+		return ""
 	}
 	t := m["type"]
 	if tl, ok := t.([]any); ok && len(tl) > 0 {
 		t = tl[0]
 	}
-	if p, _ := m["properties"].(map[string]any); strings.EqualFold(fmt.Sprint(t), "object") && len(p) == 0 {
-		*out = append(*out, path)
+	p, hasProps := m["properties"].(map[string]any)
+	ap, hasAP := m["additionalProperties"]
+	if strings.EqualFold(fmt.Sprint(t), "object") && len(p) == 0 &&
+		(openAPI || (hasProps && !hasAP) || (hasAP && ap == false)) {
+		return path
 	}
 	for k, x := range m {
 		if k == "properties" {
 			if p, ok := x.(map[string]any); ok {
 				for pk, pv := range p {
-					emptyObjects(pv, fmt.Sprintf("%s.properties[%q]", path, pk), out)
+					if r := rejected(pv, fmt.Sprintf("%s.properties[%q]", path, pk), openAPI); r != "" {
+						return r
+					}
 				}
 			}
 			continue
 		}
-		emptyObjects(x, path+"."+k, out)
+		if r := rejected(x, path+"."+k, openAPI); r != "" {
+			return r
+		}
 	}
+	return ""
 }
 
-// A parameterless action (go_back) and a Loose free-form object are legal
-// in both schema modes, and a reply that writes the placeholder has it
-// removed.
+// geminiLike answers with reply when the schema sent in field is one the
+// API accepts, else with the API's 400. sentSchema, when not nil, receives
+// the schema as sent.
+func geminiLike(t *testing.T, field, reply string, sentSchema *json.RawMessage) *server {
+	var mu sync.Mutex
+	return newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, body []byte) {
+		var sent struct {
+			GenerationConfig map[string]json.RawMessage `json:"generationConfig"`
+		}
+		if err := json.Unmarshal(body, &sent); err != nil {
+			t.Fatal(err)
+		}
+		if sentSchema != nil {
+			mu.Lock()
+			*sentSchema = sent.GenerationConfig[field]
+			mu.Unlock()
+		}
+		var sch any
+		raw, ok := sent.GenerationConfig[field]
+		if ok {
+			json.Unmarshal(raw, &sch)
+		}
+		if !ok {
+			t.Fatalf("no %s in %s", field, body)
+		}
+		if bad := rejected(sch, "", field == "responseSchema"); bad != "" {
+			msg, _ := json.Marshal("* GenerateContentRequest.generation_config.response_schema" + bad + ".properties: should be non-empty for OBJECT type\n")
+			w.WriteHeader(400)
+			fmt.Fprintf(w, `{"error":{"code":400,"message":%s,"status":"INVALID_ARGUMENT"}}`, msg)
+			return
+		}
+		io.WriteString(w, reply)
+	})
+}
+
+// A parameterless action (go_back) and a nested closed empty object are
+// legal in both schema modes, and a reply that writes the placeholder has
+// it removed.
 func TestNoEmptyObjectSchemaInEitherMode(t *testing.T) {
 	const schema = `{"type":"object","properties":{"thinking":{"type":"string"},"action":{"type":"array","items":{"anyOf":[` +
 		`{"type":"object","properties":{"go_back":{"type":"object","properties":{},"additionalProperties":false}},"required":["go_back"],"additionalProperties":false},` +
-		`{"type":"object","properties":{"click":{"type":"object","properties":{"index":{"type":"integer"}},"required":["index"],"additionalProperties":false}},"required":["click"],"additionalProperties":false},` +
-		`{"type":"object","properties":{"done":{"type":"object","properties":{"data":{"type":"object"},"labels":{"type":"object","additionalProperties":{"type":"string"}}},"required":["data"]}},"required":["done"]}` +
-		`]}}},"required":["thinking","action"]}`
+		`{"type":"object","properties":{"click":{"type":"object","properties":{"index":{"type":"integer"},"opts":{"type":"object","additionalProperties":false}},"required":["index"],"additionalProperties":false}},"required":["click"],"additionalProperties":false}` +
+		`]}}},"required":["thinking","action"],"additionalProperties":false}`
 	for _, openAPI := range []bool{false, true} {
 		field := map[bool]string{false: "responseJsonSchema", true: "responseSchema"}[openAPI]
 		t.Run(field, func(t *testing.T) {
-			s := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request, body []byte) {
-				var sent struct {
-					GenerationConfig map[string]any `json:"generationConfig"`
-				}
-				if err := json.Unmarshal(body, &sent); err != nil {
-					t.Fatal(err)
-				}
-				sch, ok := sent.GenerationConfig[field]
-				if !ok {
-					t.Fatalf("no %s in %s", field, body)
-				}
-				var bad []string
-				emptyObjects(sch, "", &bad)
-				if len(bad) > 0 {
-					msg, _ := json.Marshal("* GenerateContentRequest.generation_config.response_schema" + bad[0] + ".properties: should be non-empty for OBJECT type\n")
-					w.WriteHeader(400)
-					fmt.Fprintf(w, `{"error":{"code":400,"message":%s,"status":"INVALID_ARGUMENT"}}`, msg)
-					return
-				}
-				io.WriteString(w, reply(text(`{"thinking":"back","action":[{"go_back":{"_placeholder":false}},{"done":{"data":{"_placeholder":true,"x":1}}}]}`), "STOP"))
-			})
+			s := geminiLike(t, field, reply(text(`{"thinking":"back","action":[{"go_back":{"_placeholder":false}},{"click":{"index":3,"opts":{"_placeholder":true}}}]}`), "STOP"), nil)
 			r := structuredReq()
-			r.Schema = &llm.Schema{Name: "agent_output", JSON: json.RawMessage(schema), Loose: true}
+			r.Schema = &llm.Schema{Name: "agent_output", JSON: json.RawMessage(schema)}
 			resp, err := newModel(t, s, openAPI).Generate(context.Background(), r)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp.Content != `{"thinking":"back","action":[{"go_back":{}},{"done":{"data":{"x":1}}}]}` {
+			if resp.Content != `{"thinking":"back","action":[{"go_back":{}},{"click":{"index":3,"opts":{}}}]}` {
 				t.Errorf("content %s", resp.Content)
 			}
 		})
 	}
 	// A schema with nothing to fix is sent byte for byte.
 	const plain = `{"type":"object","properties":{"a":{"type":"string"}}}`
-	if got, changed, err := gemini.LegalSchema(json.RawMessage(plain)); err != nil || changed || string(got) != plain {
+	if got, changed, err := gemini.LegalSchema(llm.Schema{JSON: json.RawMessage(plain)}); err != nil || changed || string(got) != plain {
 		t.Errorf("LegalSchema(plain) = %s %v %v", got, changed, err)
+	}
+}
+
+// compactSchema is the agent's compact reply schema: each action item is a
+// free-form object whose one key is the action's name.
+const compactSchema = `{"type":"object","properties":{"thinking":{"type":"string"},"action":{"type":"array","items":` +
+	`{"type":"object","minProperties":1,"maxProperties":1,"additionalProperties":{"type":"object"}}}},"required":["thinking","action"],"additionalProperties":false}`
+
+// Objects that allow other keys are not given the placeholder: sent as
+// responseJsonSchema unchanged, their data keeps a "_placeholder" key of
+// its own, while a parameterless action's is still removed.
+func TestFreeFormObjectsKeptInJSONSchema(t *testing.T) {
+	const schema = `{"type":"object","properties":{"thinking":{"type":"string"},"action":{"type":"array","items":{"anyOf":[` +
+		`{"type":"object","properties":{"go_back":{"type":"object","properties":{},"additionalProperties":false}},"required":["go_back"],"additionalProperties":false},` +
+		`{"type":"object","properties":{"done":{"type":"object","properties":{"data":{"type":"object"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"any":{"type":"object","additionalProperties":true}},"required":["data"]}},"required":["done"]},` +
+		`{"type":"object","minProperties":1,"maxProperties":1,"additionalProperties":{"type":"object"}}` +
+		`]}}},"required":["thinking","action"]}`
+	const answer = `{"thinking":"<b>back</b>","action":[{"go_back":{"_placeholder":false}},` +
+		`{"done":{"data":{"_placeholder":true,"x":1},"labels":{"_placeholder":"a"},"any":{"_placeholder":1}}},{"fill":{"_placeholder":"kept"}}]}`
+	var sentSchema json.RawMessage
+	s := geminiLike(t, "responseJsonSchema", reply(text(answer), "STOP"), &sentSchema)
+	r := structuredReq()
+	r.Schema = &llm.Schema{Name: "agent_output", JSON: json.RawMessage(schema), Loose: true}
+	resp, err := newModel(t, s, false).Generate(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"thinking":"<b>back</b>","action":[{"go_back":{}},` +
+		`{"done":{"data":{"_placeholder":true,"x":1},"labels":{"_placeholder":"a"},"any":{"_placeholder":1}}},{"fill":{"_placeholder":"kept"}}]}`
+	if resp.Content != want {
+		t.Errorf("content\n got %s\nwant %s", resp.Content, want)
+	}
+	if n := strings.Count(string(sentSchema), gemini.Placeholder); n != 1 {
+		t.Errorf("%d placeholders sent, want 1 (go_back's): %s", n, sentSchema)
+	}
+
+	// The compact schema has no closed empty object: sent byte for byte.
+	if got, changed, err := gemini.LegalSchema(llm.Schema{JSON: json.RawMessage(compactSchema), Loose: true}); err != nil || changed || string(got) != compactSchema {
+		t.Errorf("LegalSchema(compact) = %s %v %v", got, changed, err)
+	}
+	// Not Loose, an object without properties or additionalProperties is
+	// taken as closed (the caller's schema claims to be strict).
+	const nested = `{"type":"object","properties":{"p":{"type":"object","description":"<none>"}},"additionalProperties":false}`
+	got, changed, err := gemini.LegalSchema(llm.Schema{JSON: json.RawMessage(nested)})
+	if err != nil || !changed || !strings.Contains(string(got), `"p":{"type":"object","description":"<none>","properties":{"_placeholder":`) {
+		t.Errorf("LegalSchema(nested) = %s %v %v", got, changed, err)
+	}
+	if got, changed, _ := gemini.LegalSchema(llm.Schema{JSON: json.RawMessage(nested), Loose: true}); changed || string(got) != nested {
+		t.Errorf("LegalSchema(nested, Loose) = %s %v", got, changed)
+	}
+}
+
+// responseSchema cannot express an object that allows other keys: it is
+// refused before sending, naming the path and what to do, not narrowed to
+// an empty object.
+func TestOpenAPISchemaRefusesFreeForm(t *testing.T) {
+	cases := []struct {
+		name, schema string
+		loose        bool
+		path         string
+	}{
+		{"compact action item", compactSchema, true, "$.properties.action.items"},
+		{"map", `{"type":"object","properties":{"labels":{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":{"type":"string"}}}}`, false, "$.properties.labels"},
+		{"additionalProperties true", `{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":true}`, false, "$"},
+		{"loose object without properties", `{"type":"object","properties":{"data":{"type":"object"}},"additionalProperties":false}`, true, "$.properties.data"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sch := llm.Schema{Name: "agent_output", JSON: json.RawMessage(c.schema), Loose: c.loose}
+			_, err := gemini.OpenAPISchema(sch)
+			var se *llm.SchemaError
+			if !errors.As(err, &se) || !errors.Is(err, llm.ErrBadRequest) || se.Path != c.path || se.Provider != "gemini" ||
+				!strings.Contains(se.Reason, "responseJsonSchema") || !strings.Contains(se.Reason, "ActionSchemaFull") {
+				t.Fatalf("err = %v (%+v)", err, se)
+			}
+			s := geminiLike(t, "responseSchema", reply(text(`{}`), "STOP"), nil)
+			r := structuredReq()
+			r.Schema = &sch
+			if _, err := newModel(t, s, true).Generate(context.Background(), r); !errors.As(err, &se) || s.hits.Load() != 0 {
+				t.Fatalf("Generate: %v, hits %d", err, s.hits.Load())
+			}
+		})
 	}
 }
 

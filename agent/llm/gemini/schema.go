@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/browseragent/browseragent/agent/internal/schemax"
@@ -15,56 +16,63 @@ var openAPIKeys = []string{"type", "format", "title", "description", "nullable",
 	"minItems", "properties", "required", "minProperties", "maxProperties", "minLength", "maxLength",
 	"pattern", "example", "anyOf", "propertyOrdering", "default", "items", "minimum", "maximum"}
 
-// Placeholder is the property given to an object schema that lists none:
+// Placeholder is the property given to a closed empty object schema (one
+// that lists no properties and allows no others, such as a parameterless
+// action's {"type":"object","properties":{},"additionalProperties":false}):
 // Gemini rejects an OBJECT schema with empty properties ("properties:
-// should be non-empty for OBJECT type"), which is the natural shape of a
-// parameterless action (go_back) and of a free-form object. The
-// placeholder is optional, so the model may (and is told to) leave it out;
-// a reply that writes it anyway has it removed before the caller sees it.
+// should be non-empty for OBJECT type"). The placeholder is optional, so
+// the model may (and is told to) leave it out; a reply that writes it
+// anyway has it removed, where the schema put it, before the caller sees
+// it. An object that allows other keys (a free-form object or a map) never
+// gets one.
 const Placeholder = "_placeholder"
 
-// LegalSchema returns the schema with every object schema that lists no
-// properties given the optional Placeholder property (other keywords, such
-// as additionalProperties, are kept), and whether anything changed. An
-// unchanged schema is returned as given, byte for byte. It is what
-// responseJsonSchema is sent as; OpenAPISchema applies it too.
-func LegalSchema(raw json.RawMessage) (json.RawMessage, bool, error) {
-	root, err := schemax.Parse(raw)
-	if err != nil {
-		return nil, false, fmt.Errorf("%w: schema: %v", llm.ErrBadRequest, err)
+// legal is a schema adapted for the API: its tree, as sent, and the object
+// schemas that were given the Placeholder.
+type legal struct {
+	root   any
+	placed map[*schemax.Object]bool
+}
+
+// LegalSchema returns s.JSON with every closed empty object schema given
+// the optional Placeholder property, and whether anything changed. Closed
+// empty means: an object schema (type "object", or with "properties")
+// listing no properties whose additionalProperties is false, or absent in
+// a schema that is not Loose (a Loose schema's absent additionalProperties
+// allows any keys, as JSON Schema says). Objects that allow other keys are
+// left as they are: JSON Schema expresses them. An unchanged schema is
+// returned as given, byte for byte. It is what responseJsonSchema is sent
+// as. Errors wrap llm.ErrBadRequest.
+func LegalSchema(s llm.Schema) (json.RawMessage, bool, error) {
+	l, changed, err := legalize(s)
+	if err != nil || !changed {
+		return s.JSON, false, err
 	}
-	changed := false
-	schemax.Walk(root, func(o *schemax.Object) {
-		changed = placehold(o) || changed
-	})
-	if !changed {
-		return raw, false, nil
-	}
-	b, err := json.Marshal(root)
+	b, err := schemax.Marshal(l.root)
 	return b, true, err
 }
 
-// placehold gives o the placeholder property when o is an object schema
-// without properties, dropping "required" entries that name none of them.
-func placehold(o *schemax.Object) bool {
-	p, hasProps := o.Get("properties")
-	if po, ok := p.(*schemax.Object); ok && len(po.Keys()) > 0 {
-		return false
+func legalize(s llm.Schema) (*legal, bool, error) {
+	root, err := schemax.Parse(s.JSON)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: schema: %v", llm.ErrBadRequest, err)
 	}
-	if !hasProps && !isObjectType(o) {
-		return false
-	}
-	ph := schemax.NewObject()
-	ph.Set("type", "boolean")
-	ph.Set("description", "Unused; always leave out.")
-	props := schemax.NewObject()
-	props.Set(Placeholder, ph)
-	o.Set("properties", props)
-	o.Delete("required")
-	return true
+	l := &legal{root: root, placed: map[*schemax.Object]bool{}}
+	schemax.Walk(root, func(o *schemax.Object) {
+		if closedEmpty(o, s.Loose) {
+			placehold(o)
+			l.placed[o] = true
+		}
+	})
+	return l, len(l.placed) > 0, nil
 }
 
-func isObjectType(o *schemax.Object) bool {
+// isObjectSchema reports whether o describes an object: its type is or
+// includes "object", or it lists properties.
+func isObjectSchema(o *schemax.Object) bool {
+	if _, ok := o.Get("properties"); ok {
+		return true
+	}
 	t, _ := o.Get("type")
 	if t == "object" {
 		return true
@@ -73,11 +81,60 @@ func isObjectType(o *schemax.Object) bool {
 	return ok && slices.Contains(a, any("object"))
 }
 
-// stripPlaceholder removes the Placeholder key from every object of a JSON
-// reply, keeping key order. It returns content unchanged when the key is
-// absent or the content is not JSON.
-func stripPlaceholder(content string) string {
-	if !strings.Contains(content, `"`+Placeholder+`"`) {
+// listsNone reports whether o's properties are absent or empty.
+func listsNone(o *schemax.Object) bool {
+	p, _ := o.Get("properties")
+	po, ok := p.(*schemax.Object)
+	return !ok || len(po.Keys()) == 0
+}
+
+// closedEmpty reports whether o is an object schema that lists no
+// properties and allows no other keys (see LegalSchema).
+func closedEmpty(o *schemax.Object, loose bool) bool {
+	if !isObjectSchema(o) || !listsNone(o) {
+		return false
+	}
+	ap, has := o.Get("additionalProperties")
+	return ap == false || (!has && !loose)
+}
+
+// freeForm returns why o is an object schema that allows keys it does not
+// list (additionalProperties true or a schema, or absent on an object of a
+// Loose schema that lists none), or "".
+func freeForm(o *schemax.Object, loose bool) string {
+	if !isObjectSchema(o) {
+		return ""
+	}
+	ap, has := o.Get("additionalProperties")
+	switch {
+	case has && ap != false:
+		return "additionalProperties allows keys that are not listed (a map or free-form object)"
+	case !has && loose && listsNone(o):
+		return "an object that lists no properties accepts any keys (a free-form object)"
+	}
+	return ""
+}
+
+// placehold gives o the placeholder property, dropping "required" (which
+// can name none of the properties it did not have).
+func placehold(o *schemax.Object) {
+	ph := schemax.NewObject()
+	ph.Set("type", "boolean")
+	ph.Set("description", "Unused; always leave out.")
+	props := schemax.NewObject()
+	props.Set(Placeholder, ph)
+	o.Set("properties", props)
+	o.Delete("required")
+}
+
+// stripPlaceholder removes the Placeholder key from the objects of a JSON
+// reply that the schema gave one (following properties, items,
+// additionalProperties, anyOf/oneOf/allOf and local $refs), keeping key
+// order; the same key inside free-form data stays. It returns content
+// unchanged when the key is absent, the content is not JSON or nothing was
+// removed.
+func stripPlaceholder(content string, l *legal) string {
+	if l == nil || len(l.placed) == 0 || !strings.Contains(content, `"`+Placeholder+`"`) {
 		return content
 	}
 	raw, err := llm.ExtractJSON(content)
@@ -88,50 +145,151 @@ func stripPlaceholder(content string) string {
 	if err != nil {
 		return content
 	}
-	var strip func(any)
-	strip = func(v any) {
-		switch v := v.(type) {
-		case *schemax.Object:
-			v.Delete(Placeholder)
-			for _, k := range v.Keys() {
-				x, _ := v.Get(k)
-				strip(x)
-			}
-		case []any:
-			for _, x := range v {
-				strip(x)
-			}
-		}
+	if !l.strip(v, l.root, 0) {
+		return content
 	}
-	strip(v)
-	b, err := json.Marshal(v)
+	b, err := schemax.Marshal(v)
 	if err != nil {
 		return content
 	}
 	return string(b)
 }
 
-// OpenAPISchema converts a JSON Schema to Gemini's responseSchema dialect
-// (an OpenAPI 3.0 subset): a type list with "null" becomes the other type
+// strip removes the placeholder from v where schema s put one and reports
+// whether it removed any. depth bounds $ref cycles.
+func (l *legal) strip(v, s any, depth int) bool {
+	so, ok := s.(*schemax.Object)
+	if !ok || depth > 64 {
+		return false
+	}
+	removed := false
+	if ref, ok := so.Get("$ref"); ok {
+		removed = l.strip(v, l.resolve(ref), depth+1) || removed
+	}
+	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
+		alts, _ := so.Get(k)
+		a, _ := alts.([]any)
+		for _, alt := range a {
+			removed = l.strip(v, alt, depth+1) || removed
+		}
+	}
+	switch v := v.(type) {
+	case *schemax.Object:
+		if l.placed[so] {
+			if _, ok := v.Get(Placeholder); ok {
+				v.Delete(Placeholder)
+				removed = true
+			}
+		}
+		props, _ := so.Get("properties")
+		po, _ := props.(*schemax.Object)
+		ap, _ := so.Get("additionalProperties")
+		for _, k := range v.Keys() {
+			x, _ := v.Get(k)
+			var ks any = ap
+			if po != nil {
+				if ps, ok := po.Get(k); ok {
+					ks = ps
+				}
+			}
+			removed = l.strip(x, ks, depth+1) || removed
+		}
+	case []any:
+		items, _ := so.Get("items")
+		prefix, _ := so.Get("prefixItems")
+		pa, _ := prefix.([]any)
+		for i, x := range v {
+			is := items
+			if i < len(pa) {
+				is = pa[i]
+			}
+			removed = l.strip(x, is, depth+1) || removed
+		}
+	}
+	return removed
+}
+
+// resolve returns the subschema a local $ref ("#/$defs/X",
+// "#/definitions/X", "#/properties/a/items") names, or nil.
+func (l *legal) resolve(ref any) any {
+	r, _ := ref.(string)
+	if r != "#" && !strings.HasPrefix(r, "#/") {
+		return nil
+	}
+	cur := l.root
+	for _, tok := range strings.Split(strings.TrimPrefix(strings.TrimPrefix(r, "#"), "/"), "/") {
+		if tok == "" {
+			continue
+		}
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch c := cur.(type) {
+		case *schemax.Object:
+			cur, _ = c.Get(tok)
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			cur = c[i]
+		default:
+			return nil
+		}
+	}
+	return cur
+}
+
+// OpenAPISchema converts s.JSON to Gemini's responseSchema dialect (an
+// OpenAPI 3.0 subset): a type list with "null" becomes the other type
 // plus nullable:true, unsupported keywords ($schema, additionalProperties,
-// $defs, const, ...) are dropped, an object schema left without properties
-// (a parameterless action, a free-form object, a map) gets the optional
-// Placeholder property, and propertyOrdering records the properties' order
-// (the API otherwise orders them alphabetically). The dialect cannot
-// express a free-form object: such a field can only be answered with an
-// empty object; use responseJsonSchema (the default) for schemas that need
-// one. $ref is not resolved: a schema using it is rejected with
-// llm.ErrBadRequest.
-func OpenAPISchema(raw json.RawMessage) (json.RawMessage, error) {
-	root, err := schemax.Parse(raw)
+// $defs, const, ...) are dropped, a closed empty object schema (a
+// parameterless action's) gets the optional Placeholder property (see
+// LegalSchema), and propertyOrdering records the properties' order (the
+// API otherwise orders them alphabetically).
+//
+// The dialect cannot express an object that allows keys it does not list
+// (additionalProperties true or a schema, such as the agent's compact
+// action item, or an object of a Loose schema that lists no properties):
+// such a schema is refused with a *llm.SchemaError (llm.ErrBadRequest)
+// naming the path, rather than narrowed to an empty object; send it as
+// responseJsonSchema (the default, Config.OpenAPISchema false), or, for
+// the agent, use its full action schema (agent.ActionSchemaFull). $ref is
+// not resolved: a schema using it is a *llm.SchemaError too.
+func OpenAPISchema(s llm.Schema) (json.RawMessage, error) {
+	l, err := openAPI(s)
+	if err != nil {
+		return nil, err
+	}
+	return schemax.Marshal(l.root)
+}
+
+func openAPI(s llm.Schema) (*legal, error) {
+	root, err := schemax.Parse(s.JSON)
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema: %v", llm.ErrBadRequest, err)
 	}
-	var bad error
+	var bad *llm.SchemaError
+	schemax.WalkPath(root, "$", func(o *schemax.Object, p string) bool {
+		if _, ok := o.Get("$ref"); ok {
+			bad = &llm.SchemaError{Provider: "gemini", Schema: s.ToolName(), Path: p,
+				Reason: "$ref, which responseSchema cannot express; send responseJsonSchema (the default: Config.OpenAPISchema false)"}
+			return false
+		}
+		if why := freeForm(o, s.Loose); why != "" {
+			bad = &llm.SchemaError{Provider: "gemini", Schema: s.ToolName(), Path: p,
+				Reason: why + ", which responseSchema cannot express; send responseJsonSchema (the default: Config.OpenAPISchema false), " +
+					"or list the properties (the agent: ActionSchemaFull)"}
+			return false
+		}
+		return true
+	})
+	if bad != nil {
+		return nil, bad
+	}
+	l := &legal{root: root, placed: map[*schemax.Object]bool{}}
 	schemax.Walk(root, func(o *schemax.Object) {
-		placehold(o)
-		if _, ok := o.Get("$ref"); ok && bad == nil {
-			bad = fmt.Errorf("%w: schema uses $ref, which responseSchema cannot express; use responseJsonSchema", llm.ErrBadRequest)
+		if closedEmpty(o, s.Loose) {
+			placehold(o)
+			l.placed[o] = true
 		}
 		tv, _ := o.Get("type")
 		if t, ok := tv.([]any); ok {
@@ -164,8 +322,5 @@ func OpenAPISchema(raw json.RawMessage) (json.RawMessage, error) {
 			}
 		}
 	})
-	if bad != nil {
-		return nil, bad
-	}
-	return json.Marshal(root)
+	return l, nil
 }
