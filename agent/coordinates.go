@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/browseragent/browseragent/agent/llm"
@@ -66,8 +67,10 @@ func screenshotScale(st *events.BrowserState) float64 {
 	if st == nil || len(st.Screenshot) == 0 {
 		return 1
 	}
-	if st.ScreenshotScale > 0 {
-		return 1 / st.ScreenshotScale
+	if sc := st.ScreenshotScale; sc > 0 && !math.IsInf(sc, 0) && !math.IsNaN(sc) {
+		// (+Inf from a replacement watchdog would send every click to
+		// (0, 0).)
+		return 1 / sc
 	}
 	w, _ := screenshotSize(st)
 	if st.Page.ViewportWidth <= 0 || w <= 0 {

@@ -1,11 +1,16 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"image"
+	"image/png"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/events"
 )
 
 type namedModel string
@@ -64,4 +69,31 @@ func TestCoordinateClicksPerModel(t *testing.T) {
 	if c, _ := r.Get("click"); c.builtin {
 		t.Error("a registered click counts as the built-in")
 	}
+}
+
+// A scale a replacement screenshot watchdog reports as +Inf, NaN or 0 is
+// not used: the click maps by the viewport's width over the image's, not
+// to (0, 0).
+func TestCoordinateScaleNotFinite(t *testing.T) {
+	// A 1024×640 image header is enough: the size is read from it.
+	shot := pngOf(t, 1024, 640)
+	for _, sc := range []float64{math.Inf(1), math.Inf(-1), math.NaN(), 0, -2} {
+		st := &events.BrowserState{Screenshot: shot, ScreenshotScale: sc, Page: events.PageInfo{ViewportWidth: 1280}}
+		if got := screenshotScale(st); got != 1.25 {
+			t.Errorf("reported scale %v: CSS pixels per image pixel %v, want 1.25", sc, got)
+		}
+	}
+	st := &events.BrowserState{Screenshot: shot, ScreenshotScale: 0.8}
+	if got := screenshotScale(st); got != 1.25 {
+		t.Errorf("reported scale 0.8: %v, want 1.25", got)
+	}
+}
+
+func pngOf(t *testing.T, w, h int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -35,10 +36,15 @@ const (
 
 // The rule of VisionAuto for pages the text cannot show: a screenshot is
 // attached when a canvas, video, embed or object covers at least
-// VisionAutoMediaCoverage of the viewport (events.DOMStats.MediaCoverage)
-// and the page has at most VisionAutoMaxElements indexed elements (a
-// drawing app, a game, a map, a WebGL scene, a PDF or Flash embed). A
-// video page with its controls and links indexed reads well as text.
+// VisionAutoMediaCoverage of the viewport where it shows
+// (events.DOMStats.MediaCoverage: clipped to the viewport, its iframes and
+// ancestors that hide their overflow) and the page has at most
+// VisionAutoMaxElements indexed elements: a full-window game, WebGL scene
+// or drawing with (nearly) nothing to click, or an embed. The elements
+// counted are all the page's indexed ones, so a map or a drawing app with
+// a toolbar of more than 5 controls does not qualify (nor does a video
+// page with its controls and links, which reads well as text): there the
+// model asks with the screenshot action.
 const (
 	VisionAutoMediaCoverage = 0.5
 	VisionAutoMaxElements   = 5
@@ -49,11 +55,15 @@ type ImageFamily string
 
 // Image families.
 const (
-	// ImageOpenAI: GPT-4o/4.1/5-style tiles. High (and auto) detail fits the
+	// ImageOpenAI: GPT-4o/4.1-style tiles. High (and auto) detail fits the
 	// image in 2048×2048, then scales its short side down to 768 px, and
 	// bills 85 tokens plus 170 per 512×512 tile; low detail bills 85 tokens
 	// for a 512×512 image (platform.openai.com/docs/guides/images-vision,
-	// "Calculating costs").
+	// "Calculating costs"). Not every OpenAI model bills so: the mini and
+	// nano models and o4-mini count 32×32 patches (capped, times a
+	// per-model multiplier) and other models use other per-tile prices;
+	// for them ImageTokens is the tile rule's figure, an estimate of the
+	// order of magnitude, not their bill.
 	ImageOpenAI ImageFamily = "openai"
 	// ImageAnthropic: about width×height/750 tokens, the long edge scaled
 	// down to 1568 px first (about 1,600 tokens at most); Anthropic's
@@ -111,9 +121,10 @@ func ImageFamilyOf(modelName string) ImageFamily {
 //     instead of four (1,032).
 //   - Others: the XGA box (1024×640).
 //
-// All shrink a 1280-px-wide page by at most 0.8: 13 px body text stays
-// above 10 px, which models read (Anthropic's guide runs computer use at
-// this size).
+// The default boxes shrink a 1280-px-wide page by at most 0.8: 13 px body
+// text stays above 10 px, which models read (Anthropic's guide runs
+// computer use at this size). DetailLow's 512-px box shrinks it by 0.4
+// (13 px text becomes about 5 px): the price of 85 tokens is small text.
 func ScreenshotBounds(f ImageFamily, detail string) (w, h int) {
 	switch f {
 	case ImageOpenAI:
@@ -129,7 +140,9 @@ func ScreenshotBounds(f ImageFamily, detail string) (w, h int) {
 
 // ImageTokens estimates the input tokens a w×h image costs a model of the
 // family, by the rules documented on the ImageFamily constants (0 for
-// ImageOther or an empty image). detail matters for OpenAI only.
+// ImageOther or an empty image). detail matters for OpenAI only. It is
+// the family's main rule: an OpenAI model that bills by patches (see
+// ImageOpenAI) pays differently.
 func ImageTokens(f ImageFamily, w, h int, detail string) int {
 	if w <= 0 || h <= 0 {
 		return 0
@@ -222,19 +235,40 @@ func textIsNotEnough(st *events.BrowserState) bool {
 	return st.Error == "" && st.Stats.MediaCoverage >= VisionAutoMediaCoverage && len(st.Elements) <= VisionAutoMaxElements
 }
 
+// noScreenshotHint opens the hint of an observation whose screenshot
+// failed (the DOM watchdog's words too).
+const noScreenshotHint = "No screenshot this step: "
+
 // autoScreenshot completes an observation taken without a screenshot in
 // VisionAuto when the page is one the text cannot show (textIsNotEnough):
 // it asks for the screenshot of the observed tab, as the state request
-// would have. A failed capture leaves the state without one, with a hint.
+// would have. A failed capture leaves the state without one, with one
+// hint: the state's own (when its capture failed too) or this one's; a
+// capture that succeeds after the state's failed takes the state's hint
+// away.
 func (a *Agent) autoScreenshot(ctx context.Context, st *events.BrowserState) {
 	if a.set.Vision != VisionAuto || len(st.Screenshot) > 0 || !textIsNotEnough(st) {
 		return
 	}
+	prior := -1
+	for i, h := range st.Hints {
+		if strings.HasPrefix(h, noScreenshotHint) {
+			prior = i
+		}
+	}
 	res, err := bus.Call(ctx, a.browser.Bus(), events.Screenshot, events.ScreenshotEvent{TargetID: st.FocusedTarget, ImageOptions: a.screenshotOptions()})
-	if err != nil {
+	if err != nil || len(res.Data) == 0 {
 		a.log.Debug("agent: screenshot of a canvas page", zap.Error(err))
-		st.Hints = append(st.Hints, "No screenshot this step: "+err.Error())
+		if prior < 0 {
+			if err == nil {
+				err = errors.New("the browser returned no image")
+			}
+			st.Hints = append(st.Hints, noScreenshotHint+err.Error())
+		}
 		return
+	}
+	if prior >= 0 {
+		st.Hints = append(st.Hints[:prior:prior], st.Hints[prior+1:]...)
 	}
 	st.Screenshot, st.ScreenshotType, st.ScreenshotScale = res.Data, res.MediaType, res.Scale
 	st.ScreenshotWidth, st.ScreenshotHeight = res.Width, res.Height

@@ -9,8 +9,10 @@ import (
 // the DOM watchdog, which dispatches it as a child of BrowserStateRequest (so
 // the image in a BrowserState comes from whichever watchdog answers
 // Screenshot); handled by the screenshot watchdog. The zero ImageOptions
-// ask for a PNG at full size (what the MCP screenshot tool, the shell and
-// the recordings get).
+// ask for a PNG at full size: what agent.Driver.State's screenshot (so the
+// MCP state tool's screenshot option and the CLI's state command), the
+// shell and the screenshot action's file get. Recordings do not take
+// screenshots: they use the screencast.
 type ScreenshotEvent struct {
 	TargetID string // the tab; "" = the focused tab
 	FullPage bool
@@ -78,9 +80,12 @@ type ScreenshotResult struct {
 	// Width and Height are the image's size in pixels (0 = unknown: an
 	// answering watchdog that did not say).
 	Width, Height int
-	// Scale is image pixels per CSS pixel of the captured area: the device
-	// pixel ratio at full size, less when ImageOptions shrank the image.
-	// 0 = unknown.
+	// Scale is image pixels per CSS pixel of the captured area, measured
+	// on the image when the capture is a clip (a Clip, FullPage, or a size
+	// bound): the device pixel ratio at full size, less when ImageOptions
+	// shrank the image. 0 = unknown: the default viewport capture (no
+	// clip, no bound) does not measure it; its image is at the device pixel
+	// ratio, which its width over the viewport's CSS width gives.
 	Scale    float64
 	TargetID string
 }
