@@ -210,3 +210,75 @@ func WalkPath(v any, p string, f func(o *Object, path string) bool) bool {
 	}
 	return true
 }
+
+// Reasons NotStrict gives.
+const (
+	ReasonMap      = "additionalProperties allows keys that are not listed (a map or free-form object)"
+	ReasonNoProps  = "an object that lists no properties accepts any keys (a free-form object)"
+	ReasonNoType   = "a schema without a type accepts any JSON value"
+	ReasonNotAnObj = "a schema must be a JSON object"
+)
+
+// NotStrict is the one check of what a strict provider mode (OpenAI's
+// strict structured outputs) can constrain, used by the agent at
+// registration and by the openai provider before sending. It returns the
+// JSON path ("$" is the root, as WalkPath writes it) of the first
+// subschema that cannot be made strict, and the reason, or "" when the
+// whole schema can be:
+//
+//   - an object whose additionalProperties is true or a schema (a map);
+//   - an object schema (type "object", or with "properties") that lists
+//     no properties and does not say additionalProperties:false, at the
+//     root too ({"type":"object"} and {"type":"object","properties":{}}
+//     are free-form; the closed empty object, a parameterless action's,
+//     is strict);
+//   - a subschema without "type", "enum", "const", "anyOf" or "$ref" ({},
+//     a description alone: any JSON value).
+//
+// An object that lists properties without saying additionalProperties is
+// strict: the provider closes it. v is a schema as Parse returns it.
+func NotStrict(v any) (path, reason string) {
+	if _, ok := v.(*Object); !ok {
+		return "$", ReasonNotAnObj
+	}
+	WalkPath(v, "$", func(o *Object, p string) bool {
+		ap, hasAP := o.Get("additionalProperties")
+		if hasAP && ap != false {
+			path, reason = p, ReasonMap
+			return false
+		}
+		props, hasProps := o.Get("properties")
+		po, _ := props.(*Object)
+		if (po == nil || len(po.Keys()) == 0) && (IsObjectType(o) || hasProps) && !hasAP {
+			path, reason = p, ReasonNoProps
+			return false
+		}
+		typed := false
+		for _, k := range []string{"type", "enum", "const", "anyOf", "$ref"} {
+			if _, ok := o.Get(k); ok {
+				typed = true
+			}
+		}
+		if !typed {
+			path, reason = p, ReasonNoType
+			return false
+		}
+		return true
+	})
+	return path, reason
+}
+
+// IsObjectType reports whether o's "type" is, or includes, "object".
+func IsObjectType(o *Object) bool {
+	switch t := o.vals["type"].(type) {
+	case string:
+		return t == "object"
+	case []any:
+		for _, e := range t {
+			if e == "object" {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -42,3 +42,32 @@ func TestWalkVisitsSubschemas(t *testing.T) {
 		t.Fatalf("visited %d", n)
 	}
 }
+
+func TestNotStrict(t *testing.T) {
+	for schema, want := range map[string]string{
+		`{"type":"object","properties":{},"additionalProperties":false}`:                                                              "",
+		`{"type":"object","properties":{"a":{"type":"string"},"b":{"anyOf":[{"type":"integer"},{"type":"null"}]}}}`:                   "",
+		`{"type":"object","properties":{"c":{"$ref":"#/$defs/C"}},"$defs":{"C":{"type":"object","properties":{"z":{"enum":["x"]}}}}}`: "",
+		`{"type":"object"}`:                             "$: " + ReasonNoProps,
+		`{"type":"object","properties":{}}`:             "$: " + ReasonNoProps,
+		`{"type":"object","additionalProperties":true}`: "$: " + ReasonMap,
+		`{"type":"object","properties":{"m":{"type":"object","additionalProperties":{"type":"string"}}}}`: "$.properties.m: " + ReasonMap,
+		`{"type":"object","properties":{"o":{"type":"object","properties":{}}}}`:                          "$.properties.o: " + ReasonNoProps,
+		`{"type":"object","properties":{"l":{"type":"array","items":{"type":"object"}}}}`:                 "$.properties.l.items: " + ReasonNoProps,
+		`{"type":"object","properties":{"v":{}}}`:                                                         "$.properties.v: " + ReasonNoType,
+		`{"type":"object","properties":{"u":{"anyOf":[{"type":"string"},{}]}}}`:                           "$.properties.u.anyOf[1]: " + ReasonNoType,
+		`[]`: "$: " + ReasonNotAnObj,
+	} {
+		v, err := Parse([]byte(schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if p, r := NotStrict(v); p != "" {
+			got = p + ": " + r
+		}
+		if got != want {
+			t.Errorf("NotStrict(%s) = %q, want %q", schema, got, want)
+		}
+	}
+}

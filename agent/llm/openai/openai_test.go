@@ -432,6 +432,11 @@ func TestStrictSchema(t *testing.T) {
 	if _, ok, _ := openai.StrictSchema(json.RawMessage(`{"type":"object","additionalProperties":{"type":"string"}}`)); ok {
 		t.Error("map schema cannot be strict")
 	}
+	// The model reads the schema: no HTML escaping.
+	if out, ok, err := openai.StrictSchema(json.RawMessage(`{"type":"object","properties":{"p":{"type":"string","description":"<secret> & co"}}}`)); err != nil || !ok ||
+		!strings.Contains(string(out), `"<secret> & co"`) {
+		t.Errorf("escaped: %s %v %v", out, ok, err)
+	}
 	if _, _, err := openai.StrictSchema(json.RawMessage(`{"type":`)); !errors.Is(err, llm.ErrBadRequest) {
 		t.Errorf("err = %v", err)
 	}
@@ -461,6 +466,11 @@ func TestFreeFormSchemaRefusedUnlessLoose(t *testing.T) {
 	for _, c := range []struct{ schema, path, reason string }{
 		{mapSchema, "$.properties.labels", "additionalProperties"},
 		{freeSchema, "$.properties.action.items.anyOf[0].properties.custom", "lists no properties"},
+		// The cases the agent's registration check used to let through.
+		{`{"type":"object","properties":{"v":{}}}`, "$.properties.v", "without a type"},
+		{`{"type":"object","properties":{"v":{"description":"anything"}}}`, "$.properties.v", "without a type"},
+		{`{"type":"object","properties":{"o":{"type":"object","properties":{}}}}`, "$.properties.o", "lists no properties"},
+		{`{"type":"object"}`, "$", "lists no properties"},
 	} {
 		r := structuredReq()
 		r.Schema.JSON = json.RawMessage(c.schema)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/browseragent/browseragent/agent/internal/schemax"
 	"github.com/browseragent/browseragent/agent/llm"
@@ -30,9 +29,11 @@ func StrictSchema(raw json.RawMessage) (adapted json.RawMessage, ok bool, err er
 
 // NotStrict returns the JSON path ("$" is the root) of the first subschema
 // strict mode cannot express, and the reason, or "" when the whole schema
-// can be made strict. The subschemas it refuses are free-form objects: an
-// object whose additionalProperties is true or a schema (a map), or an
-// object that lists no properties without saying additionalProperties:false.
+// can be made strict. It is schemax.NotStrict, the check the agent applies
+// when an action is registered: an object whose additionalProperties is
+// true or a schema (a map), an object that lists no properties without
+// saying additionalProperties:false (the root included), or a subschema
+// without a type ({}: any JSON value). Errors wrap llm.ErrBadRequest.
 func NotStrict(raw json.RawMessage) (path, reason string, err error) {
 	_, path, reason, err = strictSchema(raw)
 	return path, reason, err
@@ -44,24 +45,10 @@ func strictSchema(raw json.RawMessage) (adapted json.RawMessage, path, reason st
 		return nil, "", "", fmt.Errorf("%w: schema: %v", llm.ErrBadRequest, err)
 	}
 	// Check on the schema as written, so that the path is the caller's.
-	walkPath(root, "$", func(o *schemax.Object, p string) bool {
-		ap, hasAP := o.Get("additionalProperties")
-		if hasAP && ap != false {
-			path, reason = p, "additionalProperties allows keys that are not listed (a map or free-form object)"
-			return false
-		}
-		props, hasProps := o.Get("properties")
-		po, _ := props.(*schemax.Object)
-		if (po == nil || len(po.Keys()) == 0) && (isObjectType(o) || hasProps) && !hasAP {
-			path, reason = p, "an object that lists no properties accepts any keys (a free-form object)"
-			return false
-		}
-		return true
-	})
-	if path != "" {
+	if path, reason = schemax.NotStrict(root); path != "" {
 		return nil, path, reason, nil
 	}
-	walkPath(root, "$", func(o *schemax.Object, _ string) bool {
+	schemax.WalkPath(root, "$", func(o *schemax.Object, _ string) bool {
 		props, _ := o.Get("properties")
 		po, isObj := props.(*schemax.Object)
 		if !isObj {
@@ -89,57 +76,8 @@ func strictSchema(raw json.RawMessage) (adapted json.RawMessage, path, reason st
 		o.Set("required", all)
 		return true
 	})
-	b, err := json.Marshal(root)
+	b, err := schemax.Marshal(root)
 	return b, "", "", err
-}
-
-// walkPath is schemax.Walk with the JSON path of each subschema: f runs on
-// a node, then on its subschemas (as f left them); f returns false to stop.
-func walkPath(v any, p string, f func(*schemax.Object, string) bool) bool {
-	o, ok := v.(*schemax.Object)
-	if !ok {
-		return true
-	}
-	if !f(o, p) {
-		return false
-	}
-	for _, k := range []string{"properties", "$defs", "definitions", "patternProperties"} {
-		if m, ok := mustGet(o, k).(*schemax.Object); ok {
-			for _, kk := range m.Keys() {
-				if !walkPath(mustGet(m, kk), p+"."+k+"."+kk, f) {
-					return false
-				}
-			}
-		}
-	}
-	for _, k := range []string{"items", "additionalProperties", "not", "if", "then", "else", "contains"} {
-		if !walkPath(mustGet(o, k), p+"."+k, f) {
-			return false
-		}
-	}
-	for _, k := range []string{"anyOf", "oneOf", "allOf", "prefixItems"} {
-		if a, ok := mustGet(o, k).([]any); ok {
-			for i, e := range a {
-				if !walkPath(e, p+"."+k+"["+strconv.Itoa(i)+"]", f) {
-					return false
-				}
-			}
-		}
-	}
-	return true
-}
-
-func mustGet(o *schemax.Object, k string) any { v, _ := o.Get(k); return v }
-
-func isObjectType(o *schemax.Object) bool {
-	t, _ := o.Get("type")
-	if t == "object" {
-		return true
-	}
-	if a, ok := t.([]any); ok {
-		return slices.Contains(a, any("object"))
-	}
-	return false
 }
 
 func nullable(v any) any {
