@@ -124,7 +124,7 @@ func DefaultRegistry() *Registry {
 			panic(err) // programming error in the built-ins
 		}
 	}
-	must(Register(r, "navigate", "Open a URL.", func(ctx context.Context, ac *ActionContext, p NavigateParams) (ActionResult, error) {
+	must(Register(r, "navigate", "Open an absolute URL.", func(ctx context.Context, ac *ActionContext, p NavigateParams) (ActionResult, error) {
 		return ac.navigate(ctx, p.URL, p.NewTab)
 	}, WithRisk(RiskNavigate), Terminating()))
 	must(Register(r, "search", "Search the web.", func(ctx context.Context, ac *ActionContext, p SearchParams) (ActionResult, error) {
@@ -175,7 +175,7 @@ func DefaultRegistry() *Registry {
 		}
 		return r, err
 	}, WithRisk(RiskInput), TargetsElement()))
-	must(Register(r, "upload_file", "path: from available_file_paths or your files.", func(ctx context.Context, ac *ActionContext, p UploadParams) (ActionResult, error) {
+	must(Register(r, "upload_file", "index: the file input or one next to it; path: from available_file_paths or your files.", func(ctx context.Context, ac *ActionContext, p UploadParams) (ActionResult, error) {
 		path, err := ac.uploadPath(p.Path)
 		if err != nil {
 			return ActionResult{}, err
@@ -204,7 +204,7 @@ func DefaultRegistry() *Registry {
 		}
 		return ActionResult{Text: fmt.Sprintf("Closed tab %s.", TabRef(id))}, nil
 	}, WithRisk(RiskNavigate)))
-	must(Register(r, "extract", "Ask a question about the page's whole text.", func(ctx context.Context, ac *ActionContext, p ExtractParams) (ActionResult, error) {
+	must(Register(r, "extract", "One question about the page's whole text (once per question).", func(ctx context.Context, ac *ActionContext, p ExtractParams) (ActionResult, error) {
 		return ac.extract(ctx, p)
 	}, WithRisk(RiskRead)))
 	must(Register(r, "scroll", "Default: the page, down 1 page.", func(ctx context.Context, ac *ActionContext, p ScrollParams) (ActionResult, error) {
@@ -254,15 +254,15 @@ func DefaultRegistry() *Registry {
 		}
 		return ActionResult{Text: fmt.Sprintf("Element %d has %d options (listed in read_state).", p.Index, len(res.Options)), ReadOnce: b.String()}, nil
 	}, WithRisk(RiskRead), TargetsElement()))
-	must(Register(r, "select_dropdown", "Pick an option by its text (clear: unselect the others).", func(ctx context.Context, ac *ActionContext, p SelectParams) (ActionResult, error) {
+	must(Register(r, "select_dropdown", "By the option's text; clear: unselect the others.", func(ctx context.Context, ac *ActionContext, p SelectParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.SelectDropdownOption, events.SelectDropdownOptionEvent{Target: events.Target{Index: p.Index}, Text: p.Text, Clear: p.Clear})
 		return outcomeResult(fmt.Sprintf("Selected %q in element %d", res.Selected.Text, p.Index), res.Outcome), err
 	}, WithRisk(RiskInput), TargetsElement()))
-	must(Register(r, "hover", "", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
+	must(Register(r, "hover", "For menus that open on hover.", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.Hover, events.HoverEvent{Target: events.Target{Index: p.Index}})
 		return outcomeResult(fmt.Sprintf("Hovered element %d", p.Index), res.Outcome), err
 	}, WithRisk(RiskRead), TargetsElement()))
-	must(Register(r, "evaluate", "Run a JavaScript expression, get its JSON value. Last resort.", func(ctx context.Context, ac *ActionContext, p EvaluateParams) (ActionResult, error) {
+	must(Register(r, "evaluate", "A JavaScript expression's JSON value. Last resort.", func(ctx context.Context, ac *ActionContext, p EvaluateParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.Evaluate, events.EvaluateEvent{Code: p.Code, MaxResultBytes: DefaultEvaluateResultCap})
 		if err != nil {
 			return outcomeResult("Evaluated", res.Outcome), err
@@ -328,7 +328,7 @@ func DefaultRegistry() *Registry {
 		}
 		return ActionResult{Text: fmt.Sprintf("Replaced %d occurrence(s) in %s.", n, p.FileName)}, nil
 	}, WithRisk(RiskInput)))
-	must(Register(r, "done", "Finish with the whole answer.", func(_ context.Context, _ *ActionContext, p DoneParams) (ActionResult, error) {
+	must(Register(r, "done", "", func(_ context.Context, _ *ActionContext, p DoneParams) (ActionResult, error) {
 		return ActionResult{Done: true, Success: p.Success, Text: p.Text}, nil
 	}, WithRisk(RiskRead)))
 	r.markBuiltin()

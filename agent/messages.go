@@ -68,7 +68,16 @@ func (a *Agent) systemPrompt() (text, actions string) {
 		}
 	}
 	if a.set.ActionSchema == ActionSchemaCompact {
-		actions = actionsHeading + strings.TrimSuffix(actionList(a.offered("", false)), "\n")
+		var b strings.Builder
+		for _, s := range a.offered("", false) {
+			if s.Name == "done" && a.outSch != nil {
+				// The data's schema is stated once, in <expected_output>.
+				b.WriteString("\ndone{success: bool, data: see <expected_output>}: " + s.Description)
+				continue
+			}
+			b.WriteString("\n" + actionLine(s))
+		}
+		actions = strings.TrimSuffix(actionsHeading, "\n") + b.String()
 	}
 	return text, actions
 }
@@ -77,11 +86,21 @@ func (a *Agent) systemPrompt() (text, actions string) {
 // what RenderPrompt returns and the loop sends.
 type Prompt struct {
 	// Messages are the system message (one text part, a cache breakpoint)
-	// and the user message: a first text part ending after
-	// </agent_history> (a cache breakpoint), a second with the rest of the
-	// state, one part per nudge, then the screenshot when vision applies.
+	// and the user message, whose text parts are, in order: the request
+	// and the expected output up to "<agent_history>\n"; one part per
+	// history step (a summary or an omission notice travels with the step
+	// before it); the step's state, from "</agent_history>\n" to
+	// </step_info>; one part per nudge; then the screenshot's caption and
+	// image when vision applies. The cache breakpoint of the user message
+	// is on the last history step's part (on the first part while the
+	// history is empty), so that the next step's request, whose history
+	// only grows, repeats everything up to it as a block boundary.
 	Messages []llm.Message
-	// Schema is the reply schema.
+	// Schema is the reply schema. In ActionSchemaCompact it is Loose and
+	// the same on every step, except when only done is offered (the last
+	// step, or after MaxFailures failures): then it is the full form with
+	// done alone, so that a provider's constrained decoding can only
+	// answer with done.
 	Schema *llm.Schema
 	// CacheKey is the request's llm.Request.CacheKey: "ba-" and 16 hex
 	// digits of the SHA-256 of the system prompt and the schema, the same
@@ -96,10 +115,13 @@ type Prompt struct {
 type PromptPart struct {
 	// Name is "system" or "actions" (the system message), or a section of
 	// the user message: "user_request", "expected_output",
-	// "agent_history", "agent_state", "browser_state", "elements" (the
-	// page's element text inside browser_state), "browser_state_end",
-	// "read_state", "page_specific_actions", "step_info", "nudge",
-	// "screenshot".
+	// "agent_history" (its opening tag), "history_step" (one per step, or
+	// "(no steps yet)"), "agent_history_end" (the closing tag),
+	// "agent_state" (its tags), "agent_files" (todo.md, files, plan,
+	// secrets' names, file paths inside agent_state), "browser_state",
+	// "elements" (the page's element text inside browser_state),
+	// "browser_state_end", "read_state", "page_specific_actions",
+	// "step_info", "nudge", "screenshot".
 	Name string
 	// Role is the message the part is in.
 	Role llm.Role
@@ -107,8 +129,12 @@ type PromptPart struct {
 	Text string
 	// Image is the screenshot's bytes (the "screenshot" part only).
 	Image []byte
-	// Fixed marks text that is neither the task, the history, the page's
-	// element text, read_state nor a nudge: the overhead of every step.
+	// Fixed marks text every step pays whatever the task, the page's
+	// elements, the history, the agent's files and plan and the actions
+	// of the page's domain: the system prompt, the tags, the tab and page
+	// facts, the step info. The rest (task, expected output's schema
+	// aside, history steps, element text, agent_files, read_state,
+	// page_specific_actions, nudges, screenshot) is not fixed.
 	Fixed bool
 }
 
@@ -132,8 +158,16 @@ func cacheKey(system string, schema *llm.Schema) string {
 // rebuilt from scratch (not a growing chat), ordered from the most stable
 // text to the least (request, history, state, page, step info), then the
 // nudges and the screenshot. Every text goes through the secret scrubber.
+// When done is the only action offered (the last step, or after
+// MaxFailures failures) the reply schema is the full form with done alone,
+// whatever Settings.ActionSchema, so that no other action can be chosen;
+// the system prompt does not change.
 func (a *Agent) stepPrompt(st *events.BrowserState, n, i int, offered []ActionSpec, nudges []string) *Prompt {
-	p := &Prompt{Schema: replySchema(offered, a.set.MaxActionsPerStep, a.set.ReplyMode, a.set.planning(), a.set.ActionSchema)}
+	form := a.set.ActionSchema
+	if len(offered) == 1 && offered[0].Name == "done" {
+		form = ActionSchemaFull
+	}
+	p := &Prompt{Schema: replySchema(offered, a.set.MaxActionsPerStep, a.set.ReplyMode, a.set.planning(), form)}
 	sysText, actions := a.systemPrompt()
 	add := func(role llm.Role, name, text string, fixed bool) {
 		if text != "" {
@@ -160,13 +194,17 @@ func (a *Agent) stepPrompt(st *events.BrowserState, n, i int, offered []ActionSp
 	}
 	add(llm.RoleUser, "user_request", b.String(), false)
 	if a.outSch != nil {
-		add(llm.RoleUser, "expected_output", fmt.Sprintf("<expected_output>\nFinish with done whose data follows this JSON schema:\n%s\n</expected_output>\n", a.outSch), true)
+		add(llm.RoleUser, "expected_output", fmt.Sprintf("<expected_output>\nFinish with done whose data follows this JSON schema:\n%s\n</expected_output>\n", a.outSch), false)
 	}
-	add(llm.RoleUser, "agent_history", "<agent_history>\n"+a.historyText(items)+"</agent_history>\n", false)
-	stable := len(p.Parts) // the user parts before this index form the cached first part
+	add(llm.RoleUser, "agent_history", "<agent_history>\n", true)
+	head := len(p.Parts) // the user parts before this index form the first block
+	for _, h := range a.historySteps(items) {
+		add(llm.RoleUser, "history_step", h, false)
+	}
+	state := len(p.Parts) // the user parts from here to tail form the state block
+	add(llm.RoleUser, "agent_history_end", "</agent_history>\n", true)
 
 	b.Reset()
-	b.WriteString("<agent_state>\n")
 	if todo, err := a.fs.Read("todo.md"); err == nil {
 		if strings.TrimSpace(todo) == "" {
 			todo = "(empty)"
@@ -185,15 +223,17 @@ func (a *Agent) stepPrompt(st *events.BrowserState, n, i int, offered []ActionSp
 	if len(a.set.AvailableFilePaths) > 0 {
 		fmt.Fprintf(&b, "<available_file_paths>\n%s\n</available_file_paths>\n", strings.Join(a.set.AvailableFilePaths, "\n"))
 	}
-	b.WriteString("</agent_state>\n")
-	add(llm.RoleUser, "agent_state", b.String(), true)
+	add(llm.RoleUser, "agent_state", "<agent_state>\n", true)
+	add(llm.RoleUser, "agent_files", b.String(), false)
+	add(llm.RoleUser, "agent_state", "</agent_state>\n", true)
 
 	b.Reset()
 	b.WriteString("<browser_state>\n")
-	elems := a.browserStateText(&b, st)
+	at, elems := a.browserStateText(&b, st)
+	at += len("<browser_state>\n")
 	b.WriteString("</browser_state>\n")
 	bs := b.String()
-	if at := strings.Index(bs, elems); elems != "" && at >= 0 {
+	if elems != "" {
 		add(llm.RoleUser, "browser_state", bs[:at], true)
 		add(llm.RoleUser, "elements", elems, false)
 		add(llm.RoleUser, "browser_state_end", bs[at+len(elems):], true)
@@ -216,7 +256,7 @@ func (a *Agent) stepPrompt(st *events.BrowserState, n, i int, offered []ActionSp
 		}
 	}
 	if len(pageSpecific) > 0 && a.set.ActionSchema == ActionSchemaCompact {
-		add(llm.RoleUser, "page_specific_actions", fmt.Sprintf("<page_specific_actions>\n%s\n</page_specific_actions>\n", strings.Join(pageSpecific, "\n")), true)
+		add(llm.RoleUser, "page_specific_actions", fmt.Sprintf("<page_specific_actions>\n%s\n</page_specific_actions>\n", strings.Join(pageSpecific, "\n")), false)
 	}
 	add(llm.RoleUser, "step_info", fmt.Sprintf("<step_info>\nStep %d of %d (step number %d of the run). Today: %s\n</step_info>", i+1, a.set.MaxSteps, n, a.set.Now().Format("2006-01-02")), true)
 	tail := len(p.Parts)
@@ -227,18 +267,24 @@ func (a *Agent) stepPrompt(st *events.BrowserState, n, i int, offered []ActionSp
 		p.Parts = append(p.Parts, PromptPart{Name: "screenshot", Role: llm.RoleUser, Text: caption, Image: st.Screenshot})
 	}
 
-	// The messages are the parts joined: the system message and the
-	// user message's first (stable) part end at a cache breakpoint.
-	var sys, head, state strings.Builder
-	user := []llm.Part{}
+	// The messages are the parts joined into blocks: the system message;
+	// the user message's first block (request .. "<agent_history>\n"),
+	// one block per history step, the state block, then one per nudge and
+	// the screenshot. The breakpoint is on the last block that the next
+	// step repeats: the last history step (the first block while there is
+	// none yet).
+	var sys, first, stateText strings.Builder
+	var user []llm.Part
 	for j, pt := range p.Parts {
 		switch {
 		case pt.Role == llm.RoleSystem:
 			sys.WriteString(pt.Text)
-		case j < stable:
-			head.WriteString(pt.Text)
+		case j < head:
+			first.WriteString(pt.Text)
+		case j < state:
+			user = append(user, llm.Text(pt.Text))
 		case j < tail:
-			state.WriteString(pt.Text)
+			stateText.WriteString(pt.Text)
 		case pt.Name == "screenshot":
 			user = append(user, llm.Text(pt.Text), a.screenshotImage(pt.Image))
 		default:
@@ -246,8 +292,14 @@ func (a *Agent) stepPrompt(st *events.BrowserState, n, i int, offered []ActionSp
 		}
 	}
 	system := llm.Part{Text: sys.String(), CacheBreakpoint: true}
-	first := llm.Part{Text: head.String(), CacheBreakpoint: true}
-	user = append([]llm.Part{first, llm.Text(state.String())}, user...)
+	nsteps := state - head
+	user = slices.Insert(user, nsteps, llm.Text(stateText.String()))
+	user = slices.Insert(user, 0, llm.Text(first.String()))
+	if len(items) > 0 && nsteps > 0 {
+		user[nsteps].CacheBreakpoint = true
+	} else {
+		user[0].CacheBreakpoint = true
+	}
 	p.Messages = []llm.Message{{Role: llm.RoleSystem, Parts: []llm.Part{system}}, llm.UserMessage(user...)}
 	p.CacheKey = cacheKey(system.Text, p.Schema)
 	return p
@@ -261,14 +313,20 @@ func placeholders(names []string) string {
 	return strings.Join(out, ", ")
 }
 
-// historyText renders the steps for <agent_history>: after a compaction
-// the first step, the summary and the steps it did not fold; then cut to
-// MaxHistoryItems when set.
+// historyText is <agent_history>'s body: historySteps joined.
 func (a *Agent) historyText(items []HistoryItem) string {
+	return strings.Join(a.historySteps(items), "")
+}
+
+// historySteps renders the steps for <agent_history>, one text per step: after a compaction the first
+// step, the summary and the steps it did not fold; then cut to
+// MaxHistoryItems when set. A summary or an omission notice is part of the
+// text of the step before it. Without steps it is "(no steps yet)\n".
+func (a *Agent) historySteps(items []HistoryItem) []string {
 	if len(items) == 0 {
-		return "(no steps yet)\n"
+		return []string{"(no steps yet)\n"}
 	}
-	var b strings.Builder
+	var out []string
 	show := items
 	summary := ""
 	if a.compact.summary != "" && a.compact.upTo <= len(items) {
@@ -276,19 +334,18 @@ func (a *Agent) historyText(items []HistoryItem) string {
 		show = append([]HistoryItem{items[0]}, items[a.compact.upTo:]...)
 	}
 	if m := a.set.MaxHistoryItems; m > 0 && len(show) > m {
-		b.WriteString(stepText(show[0]))
-		b.WriteString(summary)
+		out = append(out, stepText(show[0])+summary+fmt.Sprintf("[... %d previous steps omitted ...]\n", len(show)-m))
 		summary = ""
-		fmt.Fprintf(&b, "[... %d previous steps omitted ...]\n", len(show)-m)
 		show = show[len(show)-(m-1):]
 	}
 	for i, it := range show {
-		b.WriteString(stepText(it))
+		t := stepText(it)
 		if i == 0 {
-			b.WriteString(summary)
+			t += summary
 		}
+		out = append(out, t)
 	}
-	return b.String()
+	return out
 }
 
 func stepText(it HistoryItem) string {
@@ -354,9 +411,10 @@ func errorText(s string) string {
 	return shorten(s, DefaultHistoryErrorMaxLen)
 }
 
-// browserStateText renders <browser_state>'s body and returns the page's
-// element text as written into it ("" when there is none).
-func (a *Agent) browserStateText(b *strings.Builder, st *events.BrowserState) string {
+// browserStateText renders <browser_state>'s body into b and returns the
+// page's element text as written into it ("" when there is none) and its
+// offset in what it wrote.
+func (a *Agent) browserStateText(b *strings.Builder, st *events.BrowserState) (at int, elems string) {
 	return writeBrowserState(b, st, a.set.MaxElementsChars)
 }
 
@@ -372,13 +430,15 @@ func BrowserStateText(st *events.BrowserState, maxChars int) string {
 		maxChars = DefaultMaxElementsChars
 	}
 	var b strings.Builder
-	writeBrowserState(&b, st, maxChars)
+	_, _ = writeBrowserState(&b, st, maxChars)
 	return b.String()
 }
 
-// writeBrowserState writes <browser_state>'s body and returns the element
-// text it contains.
-func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int) string {
+// writeBrowserState writes <browser_state>'s body into b and returns the
+// element text it contains ("" when none) and the offset of that text from
+// where b ended when it was called.
+func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int) (at int, elems string) {
+	start := b.Len()
 	cur := TabRef(st.FocusedTarget)
 	fmt.Fprintf(b, "Current tab: %s\nCurrent URL: %s\nTitle: %s\n", cur, st.URL, st.Title)
 	if len(st.Tabs) > 1 { // one tab is the current one, already named
@@ -425,7 +485,7 @@ func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int
 	}
 	if st.Error != "" {
 		fmt.Fprintf(b, "<browser_state_error>\n%s\nNo element index is valid this step. Wait, scroll, or navigate, then try again.\n</browser_state_error>\n", st.Error)
-		return ""
+		return 0, ""
 	}
 	text := st.DOMText
 	truncated := false
@@ -440,13 +500,14 @@ func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int
 	}
 	if strings.TrimSpace(text) == "" {
 		b.WriteString("[Start of page]\n(empty page: nothing to interact with; the page may still be loading)\n[End of page]\n")
-		return ""
+		return 0, ""
 	}
 	if p.PixelsAbove > 0 {
 		fmt.Fprintf(b, "... %d pixels above - scroll up to see more ...\n", p.PixelsAbove)
 	} else {
 		b.WriteString("[Start of page]\n")
 	}
+	at = b.Len() - start
 	b.WriteString(text)
 	if !strings.HasSuffix(text, "\n") {
 		b.WriteString("\n")
@@ -456,7 +517,7 @@ func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int
 	} else {
 		b.WriteString("[End of page]\n")
 	}
-	return text
+	return at, text
 }
 
 // maxBlockedHostsShown bounds the hosts of the blocked line: the model needs

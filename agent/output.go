@@ -228,9 +228,10 @@ func outputSchema(offered []ActionSpec, maxActions int) *llm.Schema {
 // plan) before it picks actions. The plan fields are optional; the others
 // are required. In the full form each "action" item is one of the offered
 // actions, with its parameters in the order of its Params; in the compact
-// form an item is any object and the schema is Loose (the actions are in
-// the system prompt, the parser checks their parameters), so it is the same
-// on every step of a run.
+// form an item is an object with exactly one property, the action's name,
+// whose value is an object (the parameters), and the schema is Loose (the
+// actions are in the system prompt, the parser checks the name and the
+// parameters), so it is the same on every step of a run.
 func replySchema(offered []ActionSpec, maxActions int, mode ReplyMode, planning bool, form ActionSchema) *llm.Schema {
 	items := schemax.NewObject()
 	if form == ActionSchemaFull {
@@ -247,7 +248,15 @@ func replySchema(offered []ActionSpec, maxActions int, mode ReplyMode, planning 
 		}
 		items.Set("anyOf", alts)
 	} else {
+		// One key, the action's name; its value, the parameters: a shape
+		// every provider can decode into an action (the parser checks the
+		// name and the parameters).
+		params := schemax.NewObject()
+		params.Set("type", "object")
 		items.Set("type", "object")
+		items.Set("minProperties", 1)
+		items.Set("maxProperties", 1)
+		items.Set("additionalProperties", params)
 	}
 	actions := schemax.NewObject()
 	actions.Set("type", "array")

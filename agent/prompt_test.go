@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,27 +17,45 @@ import (
 
 var cacheKeyRE = regexp.MustCompile(`^ba-[0-9a-f]{16}$`)
 
+// noteParams are the parameters of the domain-restricted test action.
+type noteParams struct {
+	Note string `json:"note"`
+}
+
 // Over the steps of a run the system prompt (with the compact action list)
-// and the schema are byte-identical, so a provider's prompt cache can reuse
-// them; the user message's first part, up to </agent_history>, is marked
-// for caching too; the step's changing state comes after it, step_info
-// last; <available_actions> is gone; and nothing the model reads is
-// HTML-escaped (a secret placeholder in the history, the expected output's
-// schema).
+// is byte-identical, on the last (forced) step too, and so are the schema
+// and the cache key until that step, so that a provider's prompt cache can
+// reuse them; an action restricted to a domain is listed in the user
+// message of the steps on that domain only, never in the system prompt;
+// the user message holds one block per history step with the breakpoint
+// on the last, and everything up to a step's breakpoint is repeated
+// byte for byte, as blocks, in the next step's request; the step's
+// changing state comes after it, step_info last; <available_actions> is
+// gone; and nothing the model reads is HTML-escaped (a secret placeholder
+// in the history, the expected output's schema).
 func TestPromptStableAcrossSteps(t *testing.T) {
 	b := agenttest.New(t, formSite()...)
 	model := dynModel(
 		func(txt string) string {
 			return act("input", map[string]any{"index": indexOf(t, txt, "Full name", "input"), "text": "<secret>name</secret>"})
 		},
-		func(txt string) string {
-			return act("input", map[string]any{"index": indexOf(t, txt, "Email address", "input"), "text": "ada@example.com"})
+		func(string) string { return act("navigate", map[string]any{"url": helpURL}) },
+		func(string) string {
+			return act("write_file", map[string]any{"file_name": "notes.md", "content": "Ada"})
 		},
 		func(string) string {
 			return act("done", map[string]any{"success": true, "data": map[string]any{"who": "Ada"}})
 		},
 	)
+	reg := agent.DefaultRegistry()
+	if err := agent.Register(reg, "form_note", "Note on the form.", func(context.Context, *agent.ActionContext, noteParams) (agent.ActionResult, error) {
+		return agent.ActionResult{}, nil
+	}, agent.OnDomains("form.test")); err != nil {
+		t.Fatal(err)
+	}
 	set := settings(t)
+	set.Tools = reg
+	set.MaxSteps = 4
 	set.SensitiveData = map[string]string{"name": "Ada Lovelace"}
 	set.OutputSchema = json.RawMessage(`{"type":"object","properties":{"who":{"type":"string","description":"the <b>name</b> typed"}},"required":["who"]}`)
 	res := runAgent(t, newAgent(t, "Sign up", model, b, set))
@@ -44,28 +63,65 @@ func TestPromptStableAcrossSteps(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	reqs := model.reqs
-	if len(reqs) != 3 {
-		t.Fatalf("%d requests, want 3", len(reqs))
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4", len(reqs))
 	}
 	first := reqs[0]
+	const pageSpecific = "<page_specific_actions>\nform_note{note}: Note on the form.\n</page_specific_actions>\n"
 	for i, r := range reqs {
 		if len(r.Messages) != 2 || r.Messages[0].Role != llm.RoleSystem || len(r.Messages[0].Parts) != 1 {
 			t.Fatalf("request %d: messages %+v", i, r.Messages)
 		}
 		sys := r.Messages[0].Parts[0]
-		if sys.Text != first.Messages[0].Parts[0].Text || string(r.Schema.JSON) != string(first.Schema.JSON) || r.CacheKey != first.CacheKey {
-			t.Fatalf("request %d: the system prompt, schema or cache key changed between steps", i)
+		if sys.Text != first.Messages[0].Parts[0].Text || !sys.CacheBreakpoint {
+			t.Fatalf("request %d: the system prompt changed between steps, or has no breakpoint", i)
 		}
-		if !sys.CacheBreakpoint || !cacheKeyRE.MatchString(r.CacheKey) || !r.Schema.Loose {
-			t.Fatalf("request %d: breakpoint %v, cache key %q, loose %v", i, sys.CacheBreakpoint, r.CacheKey, r.Schema.Loose)
+		forced := i == len(reqs)-1
+		if same := string(r.Schema.JSON) == string(first.Schema.JSON) && r.CacheKey == first.CacheKey; same == forced || r.Schema.Loose == forced || !cacheKeyRE.MatchString(r.CacheKey) {
+			t.Fatalf("request %d (forced %v): schema or cache key wrong: loose %v, key %q, %s", i, forced, r.Schema.Loose, r.CacheKey, r.Schema.JSON)
+		}
+		if onForm := strings.Contains(userText(r), "Current URL: "+formURL); onForm != strings.Contains(userText(r), pageSpecific) && !forced {
+			t.Fatalf("request %d: the form.test action is listed %v on form.test %v:\n%s", i, !onForm, onForm, userText(r))
+		}
+		if strings.Contains(sys.Text, "form_note") {
+			t.Fatalf("request %d: the domain-restricted action is in the system prompt", i)
 		}
 		user := r.Messages[1].Parts
-		if len(user) < 2 || !user[0].CacheBreakpoint || user[1].CacheBreakpoint ||
-			!strings.HasPrefix(user[0].Text, "<user_request>\nSign up\n</user_request>\n<expected_output>\n") ||
-			!strings.HasSuffix(user[0].Text, "</agent_history>\n") {
-			t.Fatalf("request %d: the stable first part is wrong: %+v", i, user)
+		// Blocks: request+expected output+"<agent_history>\n", one per
+		// history step (i of them; "(no steps yet)" on the first), then
+		// the state from "</agent_history>\n" to </step_info>.
+		steps := max(i, 1)
+		if len(user) < 2+steps || !strings.HasPrefix(user[0].Text, "<user_request>\nSign up\n</user_request>\n<expected_output>\n") ||
+			!strings.HasSuffix(user[0].Text, "<agent_history>\n") || !strings.HasPrefix(user[1+steps].Text, "</agent_history>\n<agent_state>") {
+			t.Fatalf("request %d: the blocks are wrong: %+v", i, user)
 		}
-		state := user[1].Text
+		bp := -1
+		for j, p := range user {
+			if p.CacheBreakpoint {
+				if bp >= 0 {
+					t.Fatalf("request %d: two breakpoints in the user message", i)
+				}
+				bp = j
+			}
+		}
+		if want := i; bp != want {
+			t.Fatalf("request %d: the breakpoint is on block %d, want %d (the last history step)", i, bp, want)
+		}
+		for j := 1; j <= i; j++ {
+			if !strings.HasPrefix(user[j].Text, fmt.Sprintf("<step_%d>\n", j-1)) {
+				t.Fatalf("request %d: block %d is not step %d: %q", i, j, j-1, user[j].Text)
+			}
+		}
+		if i > 0 {
+			prev := reqs[i-1].Messages[1].Parts
+			pbp := i - 1
+			for j := 0; j <= pbp; j++ {
+				if user[j].Text != prev[j].Text {
+					t.Fatalf("request %d: block %d differs from the previous request's, up to its breakpoint:\n%q\n%q", i, j, user[j].Text, prev[j].Text)
+				}
+			}
+		}
+		state := user[1+steps].Text
 		at := func(s string) int {
 			n := strings.Index(state, s)
 			if n < 0 {
@@ -73,7 +129,7 @@ func TestPromptStableAcrossSteps(t *testing.T) {
 			}
 			return n
 		}
-		if !(at("<agent_state>") == 0 && at("<agent_state>") < at("<browser_state>") && at("<browser_state>") < at("<step_info>")) || !strings.HasSuffix(state, "</step_info>") {
+		if !(at("<agent_state>") < at("<browser_state>") && at("<browser_state>") < at("<step_info>")) || !strings.HasSuffix(state, "</step_info>") {
 			t.Fatalf("request %d: the state is out of order:\n%s", i, state)
 		}
 		all := sys.Text + userText(r) + string(r.Schema.JSON)
@@ -83,11 +139,18 @@ func TestPromptStableAcrossSteps(t *testing.T) {
 			}
 		}
 	}
+	if !strings.Contains(userText(reqs[0]), pageSpecific) || strings.Contains(userText(reqs[2]), "form_note") {
+		t.Fatalf("the form.test action should be listed on step 0 (form.test) and not on step 2 (help.test):\n%s\n---\n%s", userText(reqs[0]), userText(reqs[2]))
+	}
 	sys := first.Messages[0].TextContent()
-	for _, want := range []string{"\n# Actions\n", "\ninput{index: int, text, clear?: bool}: ", "\ndone{success: bool, data: {who (the <b>name</b> typed)}}: Finish with the answer in data, as <expected_output> says.\n", "Secrets: type <secret>name</secret>"} {
+	// The data's schema is stated once, in <expected_output>.
+	for _, want := range []string{"\n# Actions\n", "\ninput{index: int, text, clear?: bool}: ", "\ndone{success: bool, data: see <expected_output>}: Finish with the answer in data, as <expected_output> says.\n", "Secrets: type <secret>name</secret>"} {
 		if !strings.Contains(sys, want) {
 			t.Errorf("the system prompt lacks %q:\n%s", want, sys)
 		}
+	}
+	if strings.Contains(sys, "the <b>name</b> typed") {
+		t.Errorf("the output schema is in the system prompt too:\n%s", sys)
 	}
 	if u := userText(reqs[0]); !strings.Contains(u, `"description":"the <b>name</b> typed"`) {
 		t.Errorf("expected_output is escaped:\n%s", u)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
 )
@@ -56,3 +57,45 @@ func (noBrowser) Fingerprint(context.Context, string) (events.PageFingerprint, e
 	return events.PageFingerprint{}, errors.New("agent: no browser while rendering a prompt")
 }
 func (noBrowser) Ready(context.Context) error { return nil }
+
+// ScreenshotOptions returns the image options a run's loop asks the
+// screenshots of its steps with, under set for the model named model
+// ("provider:name" as llm.Model.Name gives it; "" when unknown): the
+// format and quality of set, and the size bound of the model's image
+// family (ScreenshotBounds) unless set's ScreenshotMaxWidth/MaxHeight say
+// otherwise. Invalid settings are errors wrapping ErrSettings.
+func ScreenshotOptions(set Settings, model string) (events.ImageOptions, error) {
+	s, err := set.withDefaults()
+	if err != nil {
+		return events.ImageOptions{}, err
+	}
+	a := &Agent{set: s}
+	if model != "" {
+		a.model = nameOnly(model)
+	}
+	return a.screenshotOptions(), nil
+}
+
+// ScreenshotWanted reports whether the first step of a run on the
+// observation st carries a screenshot under set.Vision: always with
+// VisionOn (the default), never with VisionOff, and with VisionAuto when
+// the page is one its text cannot show (VisionAutoMediaCoverage,
+// VisionAutoMaxElements), as the loop decides.
+func ScreenshotWanted(set Settings, st *events.BrowserState) bool {
+	switch set.Vision {
+	case VisionOff:
+		return false
+	case VisionAuto:
+		return textIsNotEnough(st)
+	}
+	return true
+}
+
+// nameOnly is a model that only has a name: what the screenshot options
+// of a model are derived from, without a model to call.
+type nameOnly string
+
+func (m nameOnly) Name() string { return string(m) }
+func (m nameOnly) Generate(context.Context, llm.Request) (*llm.Response, error) {
+	return nil, errors.New("agent: " + string(m) + " is only named here, not callable")
+}

@@ -35,8 +35,9 @@ type stepTokens struct {
 // Fixed is what every step pays whatever the task, page and history.
 func (s stepTokens) Fixed() int { return s.System + s.Actions + s.Schema + s.UserFixed }
 
-// countStep counts a rendered step. The user message's fixed text is its
-// text without the page's element text, the task and the history body.
+// countStep counts a rendered step by its named parts: the user message's
+// fixed text is its parts marked Fixed (tags, tab and page facts, step
+// info); the page is the element text, the history the steps' parts.
 func countStep(t *testing.T, p *Prompt, st events.BrowserState) stepTokens {
 	t.Helper()
 	enc := codec.NewO200kBase()
@@ -48,32 +49,35 @@ func countStep(t *testing.T, p *Prompt, st events.BrowserState) stepTokens {
 		return n
 	}
 	var n stepTokens
-	var user strings.Builder
-	history := ""
+	var user, fixed, history strings.Builder
 	for _, pt := range p.Parts {
 		switch pt.Name {
 		case "system":
 			n.System = count(pt.Text)
 		case "actions":
 			n.Actions = count(pt.Text)
-		case "agent_history":
-			history = strings.TrimSuffix(strings.TrimPrefix(pt.Text, "<agent_history>\n"), "</agent_history>\n")
+		case "history_step":
+			history.WriteString(pt.Text)
+		case "elements":
+			if pt.Text != st.DOMText {
+				t.Fatalf("the element part is %q, want the page's element text", pt.Text)
+			}
+		case "user_request":
+			if !strings.Contains(pt.Text, tokenTask) {
+				t.Fatalf("the request part %q lacks the task", pt.Text)
+			}
 		}
 		if pt.Role == "user" {
 			user.WriteString(pt.Text)
+			if pt.Fixed {
+				fixed.WriteString(pt.Text)
+			}
 		}
 	}
 	n.Schema = count(string(p.Schema.JSON))
 	n.User = count(user.String())
-	fixed := user.String()
-	for _, cut := range []string{st.DOMText, tokenTask, history} {
-		if !strings.Contains(fixed, cut) {
-			t.Fatalf("the user message lacks %q", cut)
-		}
-		fixed = strings.Replace(fixed, cut, "", 1)
-	}
-	n.UserFixed = count(fixed)
-	n.Page, n.Task, n.History = count(st.DOMText), count(tokenTask), count(history)
+	n.UserFixed = count(fixed.String())
+	n.Page, n.Task, n.History = count(st.DOMText), count(tokenTask), count(history.String())
 	return n
 }
 
