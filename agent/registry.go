@@ -157,12 +157,17 @@ var actionNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 // Add registers spec. The name must be new and match [a-z][a-z0-9_]*; Params
 // must be an object schema as JSON text (empty means no parameters). Add
-// keeps a compact copy of Params, keys in the order given. A schema that is
-// not a JSON object with "type": "object", or that leaves a part free-form
-// (an object with additionalProperties other than false, an object without
-// properties below the root, a value without a type), is an error wrapping
-// ErrSchema that names the JSON path: a strict provider mode cannot
-// constrain it, and one such action would make the whole reply schema
+// keeps a compact copy of Params, keys in the order given; a parameterless
+// root ({"type":"object"}, or with empty properties, without
+// additionalProperties) is stored closed:
+// {"type":"object","properties":{},"additionalProperties":false}. A
+// schema that is not a JSON object with "type": "object", that uses $ref,
+// oneOf or allOf (use anyOf, or a struct), or that leaves a part free-form
+// (an object with additionalProperties other than false, an object that
+// lists no properties without additionalProperties:false, a value without
+// a type) is an error wrapping ErrSchema that names the JSON path: the
+// check is schemax.NotStrict, the one the openai provider makes before
+// sending, and one such action would make the whole reply schema
 // non-strict.
 func (r *Registry) Add(spec ActionSpec) error {
 	if !actionNameRE.MatchString(spec.Name) {
@@ -181,6 +186,7 @@ func (r *Registry) Add(spec ActionSpec) error {
 	if t, _ := p.Get("type"); t != "object" {
 		return fmt.Errorf("%w: action %q parameters must be an object schema", ErrSchema, spec.Name)
 	}
+	closeParameterless(p)
 	if err := checkStrict(p); err != nil {
 		return fmt.Errorf("agent: action %q parameters: %w", spec.Name, err)
 	}

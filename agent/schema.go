@@ -350,75 +350,57 @@ func normalizeSchema(raw json.RawMessage) (json.RawMessage, error) {
 	return schemax.Marshal(o)
 }
 
-// checkStrict returns an error wrapping ErrSchema, naming the JSON path and
-// the reason, for the first part of schema a strict provider mode cannot
-// constrain: an object whose additionalProperties is not false (a map), an
-// object below the root without listed properties, or a schema without a
-// type (any JSON value). nil when the whole schema can be strict. The root
-// may be an object without properties (an action without parameters).
+// checkStrict returns an error wrapping ErrSchema, naming the JSON path
+// ("$" is the root, as schemax.WalkPath writes it) and the reason, for the
+// first part of schema the agent cannot offer:
+//
+//   - "$ref", "oneOf" or "allOf": ValidateJSON does not implement them and
+//     the compact action signature cannot show them (use anyOf, or a
+//     struct);
+//   - what a strict provider mode cannot constrain (schemax.NotStrict, the
+//     check the openai provider makes too): a map (additionalProperties
+//     other than false), an object that lists no properties without
+//     additionalProperties:false (the root too: Registry.Add closes a
+//     parameterless root first), a subschema without a type.
+//
+// nil when the whole schema can be strict.
 func checkStrict(schema *schemax.Object) error {
-	return checkStrictAt(schema, "$", true)
-}
-
-func checkStrictAt(o *schemax.Object, path string, root bool) error {
-	if ap, ok := o.Get("additionalProperties"); ok && ap != false {
-		return fmt.Errorf("%w: %s is a free-form object (additionalProperties), which a strict schema cannot express: %s", ErrSchema, path, freeFormAdvice)
-	}
-	typed := false
-	for _, k := range []string{"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref"} {
-		if _, ok := o.Get(k); ok {
-			typed = true
-		}
-	}
-	if !typed {
-		return fmt.Errorf("%w: %s has no type (any JSON value), which a strict schema cannot express: %s", ErrSchema, path, freeFormAdvice)
-	}
-	props, hasProps := o.Get("properties")
-	if !hasProps && !root && isObjectSchema(o) {
-		return fmt.Errorf("%w: %s is an object without listed properties, which a strict schema cannot express: %s", ErrSchema, path, freeFormAdvice)
-	}
-	if po, ok := props.(*schemax.Object); ok {
-		for _, k := range po.Keys() {
-			v, _ := po.Get(k)
-			if c, ok := v.(*schemax.Object); ok {
-				if err := checkStrictAt(c, path+"."+k, false); err != nil {
-					return err
-				}
+	var err error
+	schemax.WalkPath(schema, "$", func(o *schemax.Object, p string) bool {
+		for _, k := range []string{"$ref", "oneOf", "allOf"} {
+			if _, ok := o.Get(k); ok {
+				err = fmt.Errorf("%w: %s uses %q, which the agent does not support (its validation and the compact action list cannot follow it): use anyOf, or a struct with named fields", ErrSchema, p, k)
+				return false
 			}
 		}
+		return true
+	})
+	if err != nil {
+		return err
 	}
-	if it, ok := o.Get("items"); ok {
-		if c, ok := it.(*schemax.Object); ok {
-			if err := checkStrictAt(c, path+"[]", false); err != nil {
-				return err
-			}
-		}
-	}
-	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
-		alts, _ := o.Get(k)
-		a, _ := alts.([]any)
-		for _, alt := range a {
-			if c, ok := alt.(*schemax.Object); ok {
-				if err := checkStrictAt(c, path, false); err != nil {
-					return err
-				}
-			}
-		}
+	if path, reason := schemax.NotStrict(schema); path != "" {
+		return fmt.Errorf("%w: %s: %s, which a strict schema cannot express: %s", ErrSchema, path, reason, freeFormAdvice)
 	}
 	return nil
 }
 
-// isObjectSchema reports whether o's type is, or includes, "object".
-func isObjectSchema(o *schemax.Object) bool {
-	switch t, _ := o.Get("type"); t := t.(type) {
-	case string:
-		return t == "object"
-	case []any:
-		for _, e := range t {
-			if e == "object" {
-				return true
-			}
-		}
+// checkStrictAt is checkStrict (the path is always "$", and the root is
+// checked like any part: Add closes a parameterless root first).
+func checkStrictAt(o *schemax.Object, _ string, _ bool) error { return checkStrict(o) }
+
+// closeParameterless turns a parameterless root ({"type":"object"} or
+// {"type":"object","properties":{}} without additionalProperties) into the
+// closed empty object noParams describes, keeping its other keys.
+func closeParameterless(o *schemax.Object) {
+	if _, has := o.Get("additionalProperties"); has || !schemax.IsObjectType(o) {
+		return
 	}
-	return false
+	if p, has := o.Get("properties"); has {
+		if po, ok := p.(*schemax.Object); !ok || len(po.Keys()) > 0 {
+			return
+		}
+	} else {
+		o.Set("properties", schemax.NewObject())
+	}
+	o.Set("additionalProperties", false)
 }

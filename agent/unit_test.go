@@ -14,6 +14,7 @@ import (
 	"github.com/browseragent/browseragent/agent/agenttest"
 	"github.com/browseragent/browseragent/agent/internal/schemax"
 	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/agent/llm/openai"
 	"github.com/browseragent/browseragent/events"
 	"github.com/browseragent/browseragent/urlmatch"
 )
@@ -202,17 +203,59 @@ func TestFreeFormParamsRefused(t *testing.T) {
 		{"map", Register(r, "a", "", func(ctxT, *ActionContext, withMap) (ActionResult, error) { return ActionResult{}, nil }), "field Labels"},
 		{"raw", Register(r, "b", "", func(ctxT, *ActionContext, withRaw) (ActionResult, error) { return ActionResult{}, nil }), "field Filter"},
 		{"nested map", Register(r, "c", "", func(ctxT, *ActionContext, nested) (ActionResult, error) { return ActionResult{}, nil }), "field Meta"},
-		{"json map", r.Add(ActionSpec{Name: "d", Run: noop("d"), Params: json.RawMessage(`{"type":"object","properties":{"tags":{"type":"object","additionalProperties":{"type":"string"}}}}`)}), "$.tags is a free-form object"},
-		{"json open root", r.Add(ActionSpec{Name: "e", Run: noop("e"), Params: json.RawMessage(`{"type":"object","additionalProperties":true}`)}), "$ is a free-form object"},
-		{"json object without properties", r.Add(ActionSpec{Name: "f", Run: noop("f"), Params: json.RawMessage(`{"type":"object","properties":{"q":{"type":"array","items":{"type":"object"}}}}`)}), "$.q[] is an object without listed properties"},
-		{"json untyped", r.Add(ActionSpec{Name: "g", Run: noop("g"), Params: json.RawMessage(`{"type":"object","properties":{"v":{"description":"anything"}}}`)}), "$.v has no type"},
+		{"json map", r.Add(ActionSpec{Name: "d", Run: noop("d"), Params: json.RawMessage(`{"type":"object","properties":{"tags":{"type":"object","additionalProperties":{"type":"string"}}}}`)}), "$.properties.tags: additionalProperties allows keys that are not listed"},
+		{"json open root", r.Add(ActionSpec{Name: "e", Run: noop("e"), Params: json.RawMessage(`{"type":"object","additionalProperties":true}`)}), "$: additionalProperties allows keys"},
+		{"json object without properties", r.Add(ActionSpec{Name: "f", Run: noop("f"), Params: json.RawMessage(`{"type":"object","properties":{"q":{"type":"array","items":{"type":"object"}}}}`)}), "$.properties.q.items: an object that lists no properties"},
+		{"json nested empty properties", r.Add(ActionSpec{Name: "h", Run: noop("h"), Params: json.RawMessage(`{"type":"object","properties":{"o":{"type":"object","properties":{}}}}`)}), "$.properties.o: an object that lists no properties"},
+		{"json untyped", r.Add(ActionSpec{Name: "g", Run: noop("g"), Params: json.RawMessage(`{"type":"object","properties":{"v":{"description":"anything"}}}`)}), "$.properties.v: a schema without a type"},
+		{"json any value", r.Add(ActionSpec{Name: "i", Run: noop("i"), Params: json.RawMessage(`{"type":"object","properties":{"v":{}}}`)}), "$.properties.v: a schema without a type"},
 	} {
 		if !errors.Is(c.err, ErrSchema) || !strings.Contains(c.err.Error(), c.want) || !strings.Contains(c.err.Error(), "use a struct with named fields, or a string holding JSON") {
 			t.Errorf("%s: %v, want ErrSchema naming %q and the alternative", c.name, c.err, c.want)
 		}
 	}
+	// $ref, oneOf and allOf: the agent's validation and the compact action
+	// list cannot follow them.
+	for _, c := range []struct{ schema, want string }{
+		{`{"type":"object","properties":{"a":{"$ref":"#/$defs/A"}},"$defs":{"A":{"type":"string"}}}`, `$.properties.a uses "$ref"`},
+		{`{"type":"object","properties":{"a":{"oneOf":[{"type":"string"},{"type":"integer"}]}}}`, `$.properties.a uses "oneOf"`},
+		{`{"type":"object","properties":{"a":{"type":"string","allOf":[{"minLength":1}]}}}`, `$.properties.a uses "allOf"`},
+	} {
+		err := r.Add(ActionSpec{Name: "j", Run: noop("j"), Params: json.RawMessage(c.schema)})
+		if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "use anyOf") {
+			t.Errorf("%s: %v, want ErrSchema naming %q and anyOf", c.schema, err, c.want)
+		}
+	}
 	if names := r.Names(); len(names) != 0 {
 		t.Fatalf("refused actions were registered: %v", names)
+	}
+	// A parameterless root is stored as the closed empty object, which
+	// the strict check (and OpenAI) accept.
+	for _, params := range []string{`{"type":"object"}`, `{"type":"object","properties":{}}`, ``} {
+		r := NewRegistry()
+		if err := r.Add(ActionSpec{Name: "k", Run: noop("k"), Params: json.RawMessage(params)}); err != nil {
+			t.Fatalf("%s: %v", params, err)
+		}
+		got, _ := r.Get("k")
+		if string(got.Params) != `{"type":"object","properties":{},"additionalProperties":false}` {
+			t.Errorf("%s stored as %s", params, got.Params)
+		}
+		if _, ok, err := openai.StrictSchema(got.Params); !ok || err != nil {
+			t.Errorf("%s: OpenAI strict refuses what Add took: %v", params, err)
+		}
+	}
+	// What Add takes, openai takes strict; what Add refuses, openai's
+	// NotStrict names at the same path.
+	for _, schema := range []string{
+		`{"type":"object","properties":{"o":{"type":"object","properties":{}}}}`,
+		`{"type":"object","properties":{"v":{}}}`,
+		`{"type":"object","properties":{"m":{"type":"object","additionalProperties":{"type":"integer"}}}}`,
+	} {
+		err := NewRegistry().Add(ActionSpec{Name: "l", Run: noop("l"), Params: json.RawMessage(schema)})
+		path, _, _ := openai.NotStrict(json.RawMessage(schema))
+		if err == nil || path == "" || !strings.Contains(err.Error(), path+": ") {
+			t.Errorf("%s: Add %v, openai path %q", schema, err, path)
+		}
 	}
 	// Every built-in is strict-capable, the coordinate click included.
 	for _, s := range append(offeredDefault(), coordinateClickSpec) {
@@ -225,9 +268,9 @@ func TestFreeFormParamsRefused(t *testing.T) {
 	// with its path; one that lists its properties is taken.
 	b := agenttest.New(t)
 	for schema, want := range map[string]string{
-		`{"type":"object","properties":{"rows":{"type":"array","items":{"type":"object"}}}}`:                  "$.rows[] is an object without listed properties",
-		`{"type":"object","properties":{"extra":{"type":"object","additionalProperties":{"type":"string"}}}}`: "$.extra is a free-form object",
-		`{"type":"object"}`: "$ is an object without listed properties",
+		`{"type":"object","properties":{"rows":{"type":"array","items":{"type":"object"}}}}`:                  "$.properties.rows.items: an object that lists no properties",
+		`{"type":"object","properties":{"extra":{"type":"object","additionalProperties":{"type":"string"}}}}`: "$.properties.extra: additionalProperties allows keys",
+		`{"type":"object"}`: "$: an object that lists no properties",
 	} {
 		_, err := New("task", llmNop{}, b, Settings{OutputSchema: json.RawMessage(schema), RunDir: t.TempDir()})
 		if !errors.Is(err, ErrSettings) || !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), want) {
