@@ -15,6 +15,10 @@ import (
 	"github.com/browseragent/browseragent/agent/llm/scripted"
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/testbrowser"
+	"github.com/browseragent/browseragent/session"
+	"github.com/browseragent/browseragent/watchdogs/actions"
+	"github.com/browseragent/browseragent/watchdogs/dom"
 )
 
 // images are the images of a request's user message.
@@ -273,3 +277,44 @@ func TestScreenshotCostMeasured(t *testing.T) {
 }
 
 func abs(v int) int { return max(v, -v) }
+
+// When every capture fails (a deployment's screenshot watchdog that
+// refuses), a canvas page in VisionAuto says "No screenshot this step"
+// once per step: on the step after the model asked (the state's own
+// capture failed, and the agent's retry too) as on the others.
+func TestVisionAutoFailedCaptureHintedOnce(t *testing.T) {
+	env := testbrowser.Start(t)
+	refuse := session.NewWatchdog("screenshot", func(s *session.Session) error {
+		return session.Handle(s, events.Screenshot, "screenshot", func(context.Context, events.ScreenshotEvent) (events.ScreenshotResult, error) {
+			return events.ScreenshotResult{}, errors.New("screenshots are disabled here")
+		})
+	})
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew},
+		session.WithWatchdogs(actions.New(actions.Config{}), dom.New(dom.Config{}), refuse))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Errorf("session stop: %v", err)
+		}
+	})
+	model := scripted.New([]scripted.Step{{Action: "screenshot", Params: map[string]any{}}, doneOK}, scripted.WithName("openai:gpt-4.1"))
+	set := settings(t)
+	set.Vision = agent.VisionAuto
+	run(t, newAgent(t, "Look at "+env.URL("/vision-canvas.html"), model, s, set), model)
+	reqs := model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	for i, req := range reqs {
+		txt := userText(req)
+		if n := strings.Count(txt, "No screenshot this step: "); n != 1 || len(images(req)) != 0 {
+			t.Errorf("step %d: %d hints, %d images, want one hint and none:\n%s", i+1, n, len(images(req)), txt)
+		}
+	}
+}
