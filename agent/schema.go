@@ -38,7 +38,10 @@ var ErrSchema = errors.New("agent: schema")
 // description, enum before its parts: the model sees, and with constrained
 // decoding writes, the parameters in this order. The "required" list is
 // sorted. Every object schema gets "additionalProperties": false, so a reply
-// that invents a parameter is an error the model reads.
+// that invents a parameter is an error the model reads, and a struct
+// without exported fields is the closed empty object: what SchemaOf returns
+// always passes Registry.Add's strict check (the one the openai provider
+// makes).
 func SchemaOf(t reflect.Type) (json.RawMessage, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
