@@ -44,7 +44,9 @@ type Config struct {
 // the content size, at most MaxSide CSS pixels each way) or a clip in page
 // coordinates, encoded and bounded as the event's ImageOptions say (Chrome
 // encodes and scales: no image is decoded here). The result says its media
-// type, its size (read from the image's header) and its scale. The DOM watchdog asks it for the image of every observation
+// type, its size (read from the image's header) and its scale. The device
+// pixel ratio a bound needs is measured on the images Chrome returns, never
+// asked of the page (see capture). The DOM watchdog asks it for the image of every observation
 // through the bus, so a deployment that replaces this watchdog (by name)
 // replaces the screenshots everywhere. Nothing of the runtime draws on
 // pages, so the images carry no overlays; a future highlighter must hide
