@@ -184,8 +184,9 @@ func TestPromptFullActionSchema(t *testing.T) {
 	}
 }
 
-// RenderPrompt is the loop's own prompt: the same system text, schema and
-// cache key a Run sends for the same settings.
+// RenderPrompt is the loop's own prompt: the same system text, user
+// message (same page, same step), blocks and breakpoints, schema and cache
+// key a Run sends for the same settings.
 func TestRenderPromptMatchesTheRun(t *testing.T) {
 	b := agenttest.New(t, formSite()...)
 	model := dynModel(func(string) string { return act("done", map[string]any{"text": "ok", "success": true}) })
@@ -203,6 +204,17 @@ func TestRenderPromptMatchesTheRun(t *testing.T) {
 	}
 	if p.Messages[0].TextContent() != sent.Messages[0].TextContent() || string(p.Schema.JSON) != string(sent.Schema.JSON) || p.CacheKey != sent.CacheKey {
 		t.Fatal("RenderPrompt's system prompt or schema differs from the run's")
+	}
+	if got, want := userText(p.Request()), userText(sent); got != want {
+		t.Fatalf("RenderPrompt's user message differs from the run's first step:\n%s\n---\n%s", got, want)
+	}
+	if len(p.Messages[1].Parts) != len(sent.Messages[1].Parts) {
+		t.Fatalf("RenderPrompt sends %d user blocks, the run %d", len(p.Messages[1].Parts), len(sent.Messages[1].Parts))
+	}
+	for j, bp := range sent.Messages[1].Parts {
+		if rp := p.Messages[1].Parts[j]; rp.Text != bp.Text || rp.CacheBreakpoint != bp.CacheBreakpoint {
+			t.Fatalf("user block %d differs: %+v, the run's %+v", j, rp, bp)
+		}
 	}
 	// The named parts, joined, are the messages' texts.
 	for i, m := range p.Messages {
@@ -223,7 +235,7 @@ func TestRenderPromptMatchesTheRun(t *testing.T) {
 	for _, pt := range p.Parts {
 		names[pt.Name] = true
 	}
-	for _, n := range []string{"system", "actions", "user_request", "agent_history", "agent_state", "browser_state", "elements", "step_info"} {
+	for _, n := range []string{"system", "actions", "user_request", "agent_history", "history_step", "agent_history_end", "agent_state", "agent_files", "browser_state", "elements", "browser_state_end", "step_info"} {
 		if !names[n] {
 			t.Errorf("no %q part", n)
 		}

@@ -114,8 +114,9 @@ func TestTokensPerStep(t *testing.T) {
 }
 
 // The compact signature names each parameter in order, marks the optional
-// ones, leaves strings untyped and writes the other types, enums, lists,
-// nested objects and descriptions.
+// ones, leaves strings untyped and writes the other types, enums (quoted
+// where a value is not a plain word), consts, bounds, formats, patterns,
+// lists, nested objects and descriptions.
 func TestActionSignature(t *testing.T) {
 	for _, c := range []struct{ params, want string }{
 		{``, `x{}`},
@@ -124,6 +125,14 @@ func TestActionSignature(t *testing.T) {
 		{`{"type":"object","properties":{"e":{"type":"string","enum":["a","b"],"description":"pick one"}},"required":["e"]}`, `x{e: a|b (pick one)}`},
 		{`{"type":"object","properties":{"l":{"type":"array","items":{"type":"string"}},"o":{"type":"array","items":{"type":"object","properties":{"k":{"type":"integer"}},"required":["k"]}}},"required":["l","o"]}`, `x{l: [string], o: [{k: int}]}`},
 		{`{"type":"object","properties":{"n":{"type":["integer","null"]},"u":{"anyOf":[{"type":"string"},{"type":"integer"},{"type":"null"}]}}}`, `x{n?: int, u?: string|int}`},
+		// A const is its value; an enum value that is not a plain word is
+		// quoted, so "a b", "c|d" and "" read as three values.
+		{`{"type":"object","properties":{"k":{"type":"string","const":"fixed"},"v":{"type":"string","const":"a b"},"e":{"type":"string","enum":["a b","c|d","","x-1"]},"i":{"type":"integer","enum":[1,2]}},"required":["k","v","e","i"]}`, `x{k: fixed, v: "a b", e: "a b"|"c|d"|""|x-1, i: 1|2}`},
+		// Bounds, format and pattern follow the type.
+		{`{"type":"object","properties":{"n":{"type":"integer","minimum":1,"maximum":9},"f":{"type":"number","minimum":0},"g":{"type":"number","exclusiveMaximum":1},"d":{"type":"string","format":"date"},"c":{"type":"string","pattern":"^[a-z]+$"}},"required":["n","f","g","d","c"]}`, `x{n: int 1..9, f: number >=0, g: number <1, d: string date, c: string /^[a-z]+$/}`},
+		// An enum on a list reads as a list.
+		{`{"type":"object","properties":{"l":{"type":"array","items":{"type":"string","enum":["a","b"]}}},"required":["l"]}`, `x{l: [a|b]}`},
+		{`{"type":"object","properties":{"l":{"type":"array","enum":["a","b"],"items":{"type":"string"}}},"required":["l"]}`, `x{l: [a|b]}`},
 	} {
 		r := NewRegistry()
 		err := r.Add(ActionSpec{Name: "x", Params: json.RawMessage(c.params), Run: func(context.Context, *ActionContext, json.RawMessage) (ActionResult, error) {
@@ -136,5 +145,37 @@ func TestActionSignature(t *testing.T) {
 		if got := actionSignature(s); got != c.want {
 			t.Errorf("%s: %s, want %s", c.params, got, c.want)
 		}
+	}
+}
+
+// The compact reply schema's action item is an object with one key, the
+// action's name, whose value is an object: a reply in that shape passes
+// ValidateJSON against the schema and ParseOutputAs, which checks the name
+// and the parameters the schema leaves free; parameters that are not an
+// object do not fit the schema, and an item with two keys is refused by the
+// parser (ValidateJSON does not read maxProperties; providers do).
+func TestCompactReplySchema(t *testing.T) {
+	specs := DefaultRegistry().offered("", nil, nil, false)
+	sch := replySchema(specs, 5, ReplyFull, true, ActionSchemaCompact)
+	if !sch.Loose || !strings.Contains(string(sch.JSON), `"items":{"type":"object","minProperties":1,"maxProperties":1,"additionalProperties":{"type":"object"}}`) {
+		t.Fatalf("compact schema: loose %v, %s", sch.Loose, sch.JSON)
+	}
+	reply := `{"thinking":"t","evaluation_previous_goal":"e","memory":"m","next_goal":"n","action":[{"input":{"index":2,"text":"tent"}},{"go_back":{}}]}`
+	if err := ValidateJSON(sch.JSON, json.RawMessage(reply)); err != nil {
+		t.Fatalf("a well-formed reply does not fit the compact schema: %v", err)
+	}
+	out, err := ParseOutputAs(reply, specs, 5, ReplyFull, true)
+	if err != nil || len(out.Action) != 2 || out.Action[0].Name != "input" || out.Action[1].Name != "go_back" {
+		t.Fatalf("parse: %+v, %v", out, err)
+	}
+	for _, bad := range []string{
+		`{"thinking":"t","evaluation_previous_goal":"e","memory":"m","next_goal":"n","action":[{"go_back":"now"}]}`,
+	} {
+		if err := ValidateJSON(sch.JSON, json.RawMessage(bad)); err == nil {
+			t.Errorf("fits the compact schema: %s", bad)
+		}
+	}
+	if _, err := ParseOutputAs(`{"action":[{"go_back":{},"click":{"index":1}}]}`, specs, 5, ReplyFull, true); err == nil {
+		t.Error("an item with two actions was parsed")
 	}
 }
