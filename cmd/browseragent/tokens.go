@@ -26,11 +26,15 @@ type tokenPart struct {
 	Role   string `json:"role,omitempty"`
 	Tokens int    `json:"tokens"`
 	Chars  int    `json:"chars"`
-	// Fixed: the part is overhead every step pays (agent.PromptPart.Fixed;
-	// the schema).
+	// Fixed: the part is overhead every step pays whatever the task, page,
+	// history, files and plan (agent.PromptPart.Fixed; the schema).
 	Fixed bool `json:"fixed"`
-	// ImageBytes is the screenshot's size (images are not text tokens).
-	ImageBytes int `json:"image_bytes,omitempty"`
+	// ImageBytes is the screenshot's size as the loop would send it (its
+	// format and bound for the model), ImageTokens what the image costs the
+	// model by agent.ImageTokens (0 when the provider's rule is unknown);
+	// Tokens includes ImageTokens.
+	ImageBytes  int `json:"image_bytes,omitempty"`
+	ImageTokens int `json:"image_tokens,omitempty"`
 }
 
 // tokenReport is the tokens command's --json output.
@@ -51,6 +55,7 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	var af agentFlags
 	af.register(fs, "whether the step carries a screenshot: on, auto or off (its bytes are shown, not counted as text tokens)")
 	url := fs.String("url", "", "open this page first (default: the page the browser shows)")
+	model := fs.String("model", "", "the model the prompt is for, as provider:name: it sizes the screenshot and prices its image tokens (default: unknown, the XGA bound and no image tokens)")
 	asJSON := fs.Bool("json", false, "print the counts as JSON")
 	show := fs.Bool("show", false, "also print the whole prompt, part by part, and the reply schema")
 	fs.Usage = func() {
@@ -69,6 +74,10 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err := af.apply(&set, "", ""); err != nil {
 		return err
 	}
+	shot, err := agent.ScreenshotOptions(set, *model)
+	if err != nil {
+		return usagef("%v", err)
+	}
 	s, err := startSession(ctx, &bf)
 	if err != nil {
 		return err
@@ -83,15 +92,26 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			return err
 		}
 	}
-	st, err := bus.Call(ctx, s.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: set.Vision == agent.VisionOn})
+	// The observation is the loop's: the screenshot in the format and
+	// bound the loop asks for this model, taken when Vision says so
+	// (VisionAuto: only on a page its text cannot show).
+	st, err := bus.Call(ctx, s.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: set.Vision == agent.VisionOn || set.Vision == "", Screenshot: shot})
 	if err != nil {
 		return err
+	}
+	if len(st.Screenshot) == 0 && set.Vision == agent.VisionAuto && agent.ScreenshotWanted(set, &st) {
+		res, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{TargetID: st.FocusedTarget, ImageOptions: shot})
+		if err != nil {
+			return err
+		}
+		st.Screenshot, st.ScreenshotType, st.ScreenshotScale = res.Data, res.MediaType, res.Scale
+		st.ScreenshotWidth, st.ScreenshotHeight = res.Width, res.Height
 	}
 	p, err := agent.RenderPrompt(set, fs.Arg(0), &st)
 	if err != nil {
 		return err
 	}
-	rep, err := countPrompt(p)
+	rep, err := countPrompt(p, agent.ImageTokens(agent.ImageFamilyOf(*model), st.ScreenshotWidth, st.ScreenshotHeight, set.ScreenshotDetail))
 	if err != nil {
 		return err
 	}
@@ -110,8 +130,10 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	return writeTokenTable(stdout, rep)
 }
 
-// countPrompt counts a rendered prompt's parts and schema with o200k.
-func countPrompt(p *agent.Prompt) (*tokenReport, error) {
+// countPrompt counts a rendered prompt's parts and schema with o200k, and
+// the screenshot's image as imageTokens. "Fixed" sums the parts marked
+// agent.PromptPart.Fixed and the schema.
+func countPrompt(p *agent.Prompt, imageTokens int) (*tokenReport, error) {
 	enc := codec.NewO200kBase()
 	count := func(s string) (int, error) { return enc.Count(s) }
 	rep := &tokenReport{Tokenizer: tokenizerName, CacheKey: p.CacheKey}
@@ -120,7 +142,12 @@ func countPrompt(p *agent.Prompt) (*tokenReport, error) {
 		if err != nil {
 			return nil, err
 		}
-		rep.Parts = append(rep.Parts, tokenPart{Name: pt.Name, Role: string(pt.Role), Tokens: n, Chars: len(pt.Text), Fixed: pt.Fixed, ImageBytes: len(pt.Image)})
+		it := 0
+		if len(pt.Image) > 0 {
+			it = imageTokens
+			n += it
+		}
+		rep.Parts = append(rep.Parts, tokenPart{Name: pt.Name, Role: string(pt.Role), Tokens: n, Chars: len(pt.Text), Fixed: pt.Fixed, ImageBytes: len(pt.Image), ImageTokens: it})
 		rep.TotalTokens += n
 		if pt.Fixed {
 			rep.FixedTokens += n
@@ -150,13 +177,12 @@ func writeTokenTable(w io.Writer, rep *tokenReport) error {
 		}
 		name := pt.Name
 		if pt.ImageBytes > 0 {
-			name += fmt.Sprintf(" (+ image, %d bytes)", pt.ImageBytes)
+			name += fmt.Sprintf(" (+ image, %d bytes, %d tokens)", pt.ImageBytes, pt.ImageTokens)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t\n", name, role, pt.Tokens, pt.Chars, fixed)
 	}
 	fmt.Fprintf(tw, "total\t\t%d\t\t\t\n", rep.TotalTokens)
 	fmt.Fprintf(tw, "fixed (every step)\t\t%d\t\t\t\n", rep.FixedTokens)
-	fmt.Fprintf(tw, "schema\t\t%d\t\t\t\n", rep.Schema.Tokens)
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -10,8 +10,10 @@ import (
 
 // tokens opens the page in Chromium, observes it once and prints the
 // first step's prompt per part with o200k counts: the parts add up to the
-// total, the page's elements are not fixed, the compact form's fixed part
-// is about half the full form's, and --show prints the prompt itself.
+// total, the page's elements, files and history are not fixed, the compact
+// form's fixed part is about half the full form's, --show prints the prompt
+// itself (the schema row once), and with vision the screenshot is encoded
+// and bounded as the loop sends it, its image tokens counted.
 func TestTokensOnFixturePage(t *testing.T) {
 	env := testbrowser.Start(t)
 	base := []string{"tokens", "--cdp-url", env.Browser.WebSocketURL(), "--new-tab", "--vision", "off", "--url", env.URL("/form.html")}
@@ -65,6 +67,47 @@ func TestTokensOnFixturePage(t *testing.T) {
 			t.Errorf("tokens --show lacks %q:\n%s", want, r.stdout)
 		}
 	}
+	if n := strings.Count(r.stdout, "\nschema "); n != 1 {
+		t.Errorf("the schema row is printed %d times:\n%s", n, r.stdout)
+	}
+	for _, p := range compact.Parts {
+		if (p.Name == "agent_files" || p.Name == "page_specific_actions" || p.Name == "history_step") && p.Fixed {
+			t.Errorf("%s counted as fixed", p.Name)
+		}
+	}
+
+	// With vision the screenshot is the one the loop sends the model:
+	// encoded and bounded as for it (OpenAI: a 1024-px box, at most 4
+	// tiles = 765 tokens, where the full 1280-px page costs 6 = 1,105),
+	// with its image tokens counted; --screenshot-format is obeyed.
+	shot := func(extra ...string) tokenPart {
+		t.Helper()
+		args := []string{"tokens", "--cdp-url", env.Browser.WebSocketURL(), "--new-tab", "--vision", "on", "--model", "openai:gpt-4.1", "--url", env.URL("/form.html"), "--json"}
+		r := cli(t, nil, append(append(args, extra...), "Fill in the form")...)
+		if r.code != 0 {
+			t.Fatalf("tokens exit %d: %s", r.code, r.stderr)
+		}
+		var rep tokenReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, r.stdout)
+		}
+		for _, p := range rep.Parts {
+			if p.Name == "screenshot" {
+				return p
+			}
+		}
+		t.Fatalf("no screenshot part: %+v", rep.Parts)
+		return tokenPart{}
+	}
+	jpeg, png := shot(), shot("--screenshot-format", "png")
+	if jpeg.ImageTokens <= 0 || jpeg.ImageTokens > 765 || jpeg.Tokens <= jpeg.ImageTokens || jpeg.Fixed {
+		t.Fatalf("screenshot part: %+v", jpeg)
+	}
+	if png.ImageBytes <= jpeg.ImageBytes {
+		t.Fatalf("--screenshot-format png: %d bytes, jpeg %d", png.ImageBytes, jpeg.ImageBytes)
+	}
+	t.Logf("form.html screenshot for openai: jpeg %d bytes, png %d bytes, %d image tokens", jpeg.ImageBytes, png.ImageBytes, jpeg.ImageTokens)
+
 	if bad := cli(t, nil, "tokens", "--action-schema", "both", "x"); bad.code != 2 || !strings.Contains(bad.stderr, "--action-schema must be compact or full") {
 		t.Fatalf("a bad --action-schema: exit %d, %s", bad.code, bad.stderr)
 	}
