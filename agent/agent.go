@@ -67,7 +67,9 @@ type Result struct {
 	// Steps is the number of steps this Run took (step 0 included).
 	Steps int
 	// Usage sums the token usage of this Run's model calls (the judge's
-	// included).
+	// and failed calls' that got a reply included) and the tokens actions
+	// reported of their own models (ActionResult.Usage): the meter's count,
+	// the same the budget and Cost use.
 	Usage llm.Usage
 	// Cost is what this Run's model calls cost, by kind of token, priced
 	// by Settings.Prices (Cost.Unpriced names the models whose price is
@@ -285,7 +287,7 @@ func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
 		o.RunStarted(ctx, RunInfo{Task: a.tasks[0], Tasks: append([]string(nil), a.tasks...), Model: a.model.Name(), Started: a.set.Now()})
 	}
 	defer func() {
-		_, res.Cost = a.meter.endRun()
+		res.Usage, res.Cost = a.meter.endRun()
 		if err := a.History().Save(filepath.Join(a.runDir, "history.json")); err != nil {
 			res.Errors = append(res.Errors, err.Error())
 		}
@@ -312,6 +314,9 @@ func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
 			item := a.initialStep(ctx, calls)
 			res.Steps++
 			a.account(res, &item)
+			if be := a.meter.stop(); be != nil {
+				return res, a.budgetStop(res, &item, be)
+			}
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
@@ -389,9 +394,9 @@ func (a *Agent) connected(ctx context.Context) bool {
 	return a.browser.Ready(cctx) == nil
 }
 
-// account adds a finished item to the result.
+// account adds a finished item's error to the result (its usage and cost
+// are the meter's, taken at the end of the Run).
 func (a *Agent) account(res *Result, item *HistoryItem) {
-	addUsage(&res.Usage, item.Usage)
 	if item.Error != "" {
 		res.Errors = append(res.Errors, fmt.Sprintf("step %d: %s", item.Step, item.Error))
 	}
@@ -401,24 +406,10 @@ func (a *Agent) judge(ctx context.Context, res *Result) {
 	// A ModelJudge's model is wrapped like the agent's own: its call is
 	// priced, budgeted and reported (purpose "judge").
 	judge := a.set.Judge
-	switch j := judge.(type) {
-	case ModelJudge:
-		if j.Model != nil {
-			j.Model = &observedModel{inner: j.Model, a: a, purpose: "judge"}
-			judge = j
-		}
-	case *ModelJudge:
-		if j != nil && j.Model != nil {
-			c := *j
-			c.Model = &observedModel{inner: j.Model, a: a, purpose: "judge"}
-			judge = c
-		}
+	if j, ok := modelJudge(judge); ok && j.Model != nil {
+		j.Model = &observedModel{inner: j.Model, a: a, purpose: "judge"}
+		judge = j
 	}
-	before, _ := a.meter.totals()
-	defer func() {
-		after, _ := a.meter.totals()
-		addUsage(&res.Usage, subUsage(after, before))
-	}()
 	h := a.History()
 	var shots [][]byte
 	for i := len(h.Items) - 1; i >= 0 && len(shots) < 10; i-- {
@@ -632,7 +623,7 @@ func (a *Agent) finishTimeout(ctx, sctx context.Context, item *HistoryItem, call
 // finish records the item, updates the failure count and calls OnStepEnd.
 func (a *Agent) finish(ctx context.Context, item *HistoryItem) {
 	item.EndedAt = a.set.Now()
-	item.Cost = a.meter.takeStep()
+	item.Usage, item.Cost = a.meter.takeStep()
 	a.secrets.scrubItem(item)
 	item.Failed = item.Error != "" || (len(item.Actions) > 0 && item.Actions[0].Error != "")
 	if item.Failed {
@@ -669,14 +660,11 @@ func (a *Agent) stepStarted(ctx context.Context, n int) {
 func (a *Agent) ask(ctx context.Context, req llm.Request, offered []ActionSpec, item *HistoryItem) (*AgentOutput, *ActionResult, error) {
 	mode, planning := a.set.ReplyMode, a.set.planning()
 	for attempt := 0; attempt < 2; attempt++ {
-		lctx, cancel := llm.WithAttemptTimeout(ctx, a.set.LLMTimeout) // per attempt; the step bounds the whole call
+		lctx, cancel := a.modelContext(ctx)
 		start := time.Now()
 		resp, err := a.model.Generate(lctx, req)
 		cancel()
 		item.ModelTime += time.Since(start)
-		if resp != nil {
-			addUsage(&item.Usage, resp.Usage)
-		}
 		empty := errors.Is(err, llm.ErrEmptyReply) || (err == nil && (resp == nil || strings.TrimSpace(resp.Content) == ""))
 		var out *AgentOutput
 		if err == nil && !empty {
@@ -708,6 +696,22 @@ func (a *Agent) ask(ctx context.Context, req llm.Request, offered []ActionSpec, 
 		}
 	}
 	return nil, &ActionResult{Done: true, Success: false, Text: "The model returned no action twice in a row; the run ended without an answer."}, nil
+}
+
+// modelContext bounds one step-model call by LLMTimeout: per attempt for a
+// model that bounds its attempts itself (llm.BoundsAttempts: WithRetry,
+// the provider models), so that a stalled attempt leaves the step time for
+// a retry; as a deadline on the whole call for any other (a custom Model,
+// the scripted one), which would otherwise get no bound but the step's.
+func (a *Agent) modelContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	m := a.model
+	if o, ok := m.(*observedModel); ok {
+		m = o.inner
+	}
+	if llm.BoundsAttempts(m) {
+		return llm.WithAttemptTimeout(ctx, a.set.LLMTimeout)
+	}
+	return context.WithTimeout(ctx, a.set.LLMTimeout)
 }
 
 // structuredDone builds the done action whose data follows the caller's

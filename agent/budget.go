@@ -6,9 +6,11 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/pricing"
+	"github.com/browseragent/browseragent/internal/imgsize"
 )
 
 // Estimates used by the budget check before a model call (see
@@ -16,17 +18,32 @@ import (
 const (
 	// DefaultCharsPerToken converts a prompt's characters to tokens until a
 	// call of the same model has reported its prompt tokens; from then on
-	// that call's ratio is used.
+	// that call's ratio is used (learned from calls without images when
+	// there are some, else with the images' estimate taken off), kept
+	// between MinCharsPerToken and MaxCharsPerToken.
 	DefaultCharsPerToken = 4.0
-	// DefaultImageTokens is the estimate of one image's input tokens (a
-	// 1280×800 screenshot is about 1,100 at OpenAI's high detail, 1,400
-	// at Anthropic's, 1,300 at Gemini's 2.5 tiling).
-	DefaultImageTokens = 1400
+	MinCharsPerToken     = 1.5
+	MaxCharsPerToken     = 6.0
+	// DefaultImageTokens is the estimate of one image's input tokens when
+	// its size or its model's image billing is unknown (an image by URL, a
+	// model of ImageOther): Anthropic's maximum, above OpenAI's 765 and
+	// Gemini's 516 for a 1280×800 screenshot at the sizes the agent sends
+	// (ScreenshotBounds). An image of a known family is estimated by
+	// ImageTokens from the size in its header.
+	DefaultImageTokens = 1600
 	// DefaultOutputTokens is the expected completion of a call before the
-	// run has any to average: about a full-mode step reply. Afterwards the
-	// run's average completion of calls with the same purpose is used
-	// (of any purpose while none has that one).
-	DefaultOutputTokens = 500
+	// run has any to average: about a full-mode step reply.
+	// ReasoningOutputTokens is that of a model that thinks before it
+	// answers (OpenAI's gpt-5 and o-series, Gemini 2.5 and 3 except
+	// flash-lite, names with "thinking", "reasoning", "-r1", "qwq"):
+	// its reasoning tokens are billed as output. Afterwards the run's
+	// average completion of calls with the same purpose is used (of any
+	// purpose while none has that one).
+	DefaultOutputTokens   = 500
+	ReasoningOutputTokens = 2000
+	// CacheIdle is how long a provider keeps a prompt cache without use:
+	// Anthropic's 5-minute cache; OpenAI's lasts 5 to 10 minutes.
+	CacheIdle = 5 * time.Minute
 )
 
 // ErrBudgetExceeded is what a run stopped by Settings.MaxCost or
@@ -84,17 +101,21 @@ func (e *BudgetError) Error() string {
 // Unwrap makes errors.Is(err, ErrBudgetExceeded) true.
 func (e *BudgetError) Unwrap() error { return ErrBudgetExceeded }
 
-// Tokens words a token count briefly: 950, 3.1k, 2.0k, 12k, 1.2M.
+// Tokens words a token count briefly: 950, 3.1k, 2.0k, 12k, 1.2M (rounded
+// to the unit it is shown in: 9,999 is 10k, 999,999 is 1.0M).
 func Tokens(n int) string {
+	f := float64(n)
 	switch {
 	case n < 1000:
 		return fmt.Sprint(n)
-	case n < 10000:
-		return fmt.Sprintf("%.1fk", float64(n)/1000)
-	case n < 1000000:
-		return fmt.Sprintf("%.0fk", float64(n)/1000)
+	case f < 9950:
+		return fmt.Sprintf("%.1fk", f/1e3)
+	case f < 999500:
+		return fmt.Sprintf("%.0fk", f/1e3)
+	case f < 9.95e6:
+		return fmt.Sprintf("%.1fM", f/1e6)
 	default:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+		return fmt.Sprintf("%.0fM", f/1e6)
 	}
 }
 
@@ -102,31 +123,48 @@ func Tokens(n int) string {
 // step's usage and cost, and keeps the budget: before a call it estimates
 // the call and refuses it when the run would go over MaxCost or MaxTokens.
 // Once it refused a call it refuses every later one of the run (the run
-// is stopping).
+// is stopping). Tokens and cost come from it alone: HistoryItem.Usage and
+// Cost, Result.Usage and Cost, BudgetError's totals.
 type meter struct {
 	mu        sync.Mutex
 	prices    *pricing.Table
 	maxCost   float64
 	maxTokens int
+	now       func() time.Time
 	// active: a Run is in progress (the budget applies to Runs only).
 	active  bool
 	stopped *BudgetError
 
 	runUsage  llm.Usage
 	runCost   pricing.Cost
+	stepUsage llm.Usage
 	stepCost  pricing.Cost
-	stepCalls int
 
-	// ratio is the last chars-per-token of each model's prompts.
-	ratio map[string]float64
-	// cached is the last cache-read count of each model and purpose.
-	cached map[string]int
+	// ratio is each model's chars-per-token; textRatio marks the models
+	// whose ratio came from a call without images.
+	ratio     map[string]float64
+	textRatio map[string]bool
+	// cache is the last call of each model and purpose, for its cache
+	// reads; a history summary clears it (the prefix is rewritten).
+	cache map[string]cacheState
 	// outSum and outCalls average the completion by purpose ("" = all).
 	outSum, outCalls map[string]int
 }
 
+// cacheState is what the next call of a model and purpose may read from
+// the prompt cache: the previous call's cache reads, if its CacheKey is the
+// same and the cache has not gone idle.
+type cacheState struct {
+	key    string
+	cached int
+	at     time.Time
+}
+
 func newMeter(set Settings) *meter {
-	m := &meter{prices: set.Prices, maxCost: set.MaxCost, maxTokens: set.MaxTokens}
+	m := &meter{prices: set.Prices, maxCost: set.MaxCost, maxTokens: set.MaxTokens, now: set.Now}
+	if m.now == nil {
+		m.now = time.Now
+	}
 	m.reset()
 	return m
 }
@@ -134,7 +172,7 @@ func newMeter(set Settings) *meter {
 func (m *meter) reset() {
 	m.stopped = nil
 	m.runUsage, m.runCost = llm.Usage{}, pricing.Cost{}
-	m.ratio, m.cached = map[string]float64{}, map[string]int{}
+	m.ratio, m.textRatio, m.cache = map[string]float64{}, map[string]bool{}, map[string]cacheState{}
 	m.outSum, m.outCalls = map[string]int{}, map[string]int{}
 }
 
@@ -154,28 +192,42 @@ func (m *meter) endRun() (llm.Usage, pricing.Cost) {
 	return m.runUsage, m.runCost
 }
 
-// totals returns the usage and cost so far.
-func (m *meter) totals() (llm.Usage, pricing.Cost) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.runUsage, m.runCost
-}
-
-// startStep clears the step's cost.
+// startStep clears the step's usage and cost.
 func (m *meter) startStep() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.stepCost, m.stepCalls = pricing.Cost{}, 0
+	m.stepUsage, m.stepCost = llm.Usage{}, pricing.Cost{}
 }
 
-// takeStep returns the step's cost; zero when no call was made.
-func (m *meter) takeStep() pricing.Cost {
+// takeStep returns the step's usage and cost.
+func (m *meter) takeStep() (llm.Usage, pricing.Cost) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.stepCalls == 0 {
-		return pricing.Cost{}
+	return m.stepUsage, m.stepCost
+}
+
+// stepUsed is the step's usage so far: the mark addReported takes.
+func (m *meter) stepUsed() llm.Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stepUsage
+}
+
+// addReported adds the usage an action reported (ActionResult.Usage) that
+// the meter did not see since mark: tokens of models the action called
+// itself. The extract action reports its ExtractModel call, which the meter
+// priced already, so only the excess counts. It counts toward MaxTokens
+// and the usage totals; it is not priced (its model is not known).
+func (m *meter) addReported(mark, reported llm.Usage) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := subUsage(m.stepUsage, mark)
+	extra := subUsage(reported, seen)
+	for _, v := range []*int{&extra.PromptTokens, &extra.CompletionTokens, &extra.TotalTokens, &extra.CachedTokens, &extra.CacheWriteTokens, &extra.ReasoningTokens} {
+		*v = max(*v, 0)
 	}
-	return m.stepCost
+	addUsage(&m.stepUsage, extra)
+	addUsage(&m.runUsage, extra)
 }
 
 // stop returns the refusal that stops the run, if any.
@@ -183,13 +235,6 @@ func (m *meter) stop() *BudgetError {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.stopped
-}
-
-// price returns the cost of one call of model (a spec, or a fallback's
-// "a|b" name, priced by the model that answered).
-func (m *meter) price(model, answered string, u llm.Usage) pricing.Cost {
-	c, _ := m.prices.Cost(pricedSpec(model, answered), u)
-	return c
 }
 
 // pricedSpec picks the spec to price a call by: the model's own name, or
@@ -213,17 +258,71 @@ func pricedSpec(model, answered string) string {
 }
 
 // promptSize measures a request: its text characters (the schema's
-// included) and images.
-func promptSize(req llm.Request) (chars, images int) {
-	chars, images = promptChars(req)
+// included) and its images.
+func promptSize(req llm.Request) (chars int, images []*llm.Image) {
+	for _, msg := range req.Messages {
+		for _, p := range msg.Parts {
+			chars += len(p.Text)
+			if p.Image != nil {
+				images = append(images, p.Image)
+			}
+		}
+	}
 	if req.Schema != nil {
 		chars += len(req.Schema.JSON) + len(req.Schema.Description)
 	}
 	return chars, images
 }
 
+// imageTokens estimates the images' input tokens for a model spec: by
+// ImageTokens from each image's header size, DefaultImageTokens for an
+// image whose size or family is unknown. known is false when any was.
+func imageTokens(spec string, images []*llm.Image) (n int, known bool) {
+	f := ImageFamilyOf(spec)
+	known = true
+	for _, im := range images {
+		t := 0
+		if _, data, ok, err := im.Inline(); ok && err == nil && f != ImageOther {
+			if w, h, err := imgsize.Of(data); err == nil {
+				t = ImageTokens(f, w, h, im.Detail)
+			}
+		}
+		if t <= 0 {
+			t, known = DefaultImageTokens, false
+		}
+		n += t
+	}
+	return n, known
+}
+
+// reasoningModel reports whether a model spec names a model that thinks
+// before it answers by default (see ReasoningOutputTokens).
+func reasoningModel(spec string) bool {
+	_, name, _ := strings.Cut(strings.ToLower(spec), ":")
+	if _, after, ok := strings.Cut(name, "/"); ok {
+		name = after // openrouter:vendor/model
+	}
+	name = strings.TrimPrefix(name, "models/")
+	switch {
+	case strings.HasPrefix(name, "gpt-5") && !strings.Contains(name, "chat"),
+		strings.HasPrefix(name, "o1"), strings.HasPrefix(name, "o3"), strings.HasPrefix(name, "o4"),
+		strings.HasPrefix(name, "gemini-2.5") && !strings.Contains(name, "lite"),
+		strings.HasPrefix(name, "gemini-3"),
+		strings.Contains(name, "thinking"), strings.Contains(name, "reasoning"),
+		strings.Contains(name, "-r1"), strings.Contains(name, "qwq"):
+		return true
+	}
+	return false
+}
+
 // check estimates a call and refuses it (a *BudgetError) when the run's
-// totals plus the estimate would exceed a budget.
+// totals plus the estimate would exceed a budget. The estimate errs high:
+// a fallback ("a|b") is estimated at its dearest model; input not read
+// from the cache is priced at the dearer of the input and cache-write
+// prices (Anthropic bills an uncached prefix as a cache write); cache
+// reads are assumed only as many as the previous call of the model and
+// purpose had, with the same CacheKey, within CacheIdle, and no history
+// summary since.
 func (m *meter) check(step int, purpose, model string, req llm.Request) *BudgetError {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -238,43 +337,63 @@ func (m *meter) check(step int, purpose, model string, req llm.Request) *BudgetE
 	if ratio <= 0 {
 		ratio = DefaultCharsPerToken
 	}
-	in := int(math.Ceil(float64(chars)/ratio)) + images*DefaultImageTokens
-	out := DefaultOutputTokens
-	if n := m.outCalls[purpose]; n > 0 {
-		out = (m.outSum[purpose] + n - 1) / n
-	} else if n := m.outCalls[""]; n > 0 {
-		out = (m.outSum[""] + n - 1) / n
+	text := int(math.Ceil(float64(chars) / ratio))
+	cached := 0
+	if c, ok := m.cache[model+"|"+purpose]; ok && req.CacheKey != "" && c.key == req.CacheKey && m.now().Sub(c.at) < CacheIdle {
+		cached = c.cached
 	}
-	if req.MaxTokens > 0 && out > req.MaxTokens {
-		out = req.MaxTokens
-	}
-	est := llm.Usage{PromptTokens: in, CompletionTokens: out, CachedTokens: min(m.cached[model+"|"+purpose], in)}
 	e := &BudgetError{Step: step, Purpose: purpose, Model: model,
-		SpentTokens: m.runUsage.PromptTokens + m.runUsage.CompletionTokens, EstimateTokens: in + out, MaxTokens: m.maxTokens,
+		SpentTokens: m.runUsage.PromptTokens + m.runUsage.CompletionTokens, MaxTokens: m.maxTokens,
 		SpentUSD: m.runCost.Total, MaxCost: m.maxCost}
-	if m.maxTokens > 0 && e.SpentTokens+e.EstimateTokens > m.maxTokens {
-		e.Budget = "tokens"
-		m.stopped = e
-		return e
-	}
-	if m.maxCost > 0 {
-		// A fallback ("a|b") is estimated at its dearest model.
-		for _, spec := range strings.Split(model, "|") {
-			p, err := m.prices.Lookup(spec)
-			if err != nil {
-				e.Budget, e.UnknownPrice, e.Model = "cost", true, spec
-				m.stopped = e
-				return e
+	var unknown string
+	for _, spec := range strings.Split(model, "|") {
+		imgs, _ := imageTokens(spec, images)
+		in := text + imgs
+		out := m.output(purpose, spec)
+		if req.MaxTokens > 0 && out > req.MaxTokens {
+			out = req.MaxTokens
+		}
+		e.EstimateTokens = max(e.EstimateTokens, in+out)
+		if m.maxCost <= 0 {
+			continue
+		}
+		p, err := m.prices.Lookup(spec)
+		if err != nil {
+			if unknown == "" {
+				unknown = spec
 			}
-			e.EstimateUSD = max(e.EstimateUSD, p.Cost(est).Total)
+			continue
 		}
-		if e.SpentUSD+e.EstimateUSD > m.maxCost {
-			e.Budget = "cost"
-			m.stopped = e
-			return e
+		p.Input = max(p.Input, p.CacheWrite)
+		est := llm.Usage{PromptTokens: in, CompletionTokens: out, CachedTokens: min(cached, in)}
+		e.EstimateUSD = max(e.EstimateUSD, p.Cost(est).Total)
+	}
+	switch {
+	case m.maxTokens > 0 && e.SpentTokens+e.EstimateTokens > m.maxTokens:
+		e.Budget = "tokens"
+	case unknown != "":
+		e.Budget, e.UnknownPrice, e.Model = "cost", true, unknown
+	case m.maxCost > 0 && e.SpentUSD+e.EstimateUSD > m.maxCost:
+		e.Budget = "cost"
+	default:
+		return nil
+	}
+	m.stopped = e
+	return e
+}
+
+// output is the expected completion of a call: the run's average of the
+// purpose (of any purpose while none has it), else the model's first guess.
+func (m *meter) output(purpose, spec string) int {
+	for _, p := range []string{purpose, ""} {
+		if n := m.outCalls[p]; n > 0 {
+			return (m.outSum[p] + n - 1) / n
 		}
 	}
-	return nil
+	if reasoningModel(spec) {
+		return ReasoningOutputTokens
+	}
+	return DefaultOutputTokens
 }
 
 // record adds a call's usage and cost, and learns from it for the next
@@ -285,19 +404,28 @@ func (m *meter) record(purpose, model string, req llm.Request, resp *llm.Respons
 	if resp != nil {
 		u, answered = resp.Usage, resp.Model
 	}
-	c := m.price(model, answered, u)
+	spec := pricedSpec(model, answered)
+	c, _ := m.prices.Cost(spec, u)
+	chars, images := promptSize(req)
+	imgs, known := imageTokens(spec, images)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	addUsage(&m.runUsage, u)
+	addUsage(&m.stepUsage, u)
 	m.runCost.Add(c)
 	m.stepCost.Add(c)
-	m.stepCalls++
+	if purpose == "compact" {
+		m.cache = map[string]cacheState{}
+	}
 	if u.PromptTokens > 0 {
-		chars, images := promptSize(req)
-		if text := u.PromptTokens - images*DefaultImageTokens; text > 0 && chars > 0 {
-			m.ratio[model] = float64(chars) / float64(text)
+		// A ratio from a call without images is exact; one with images
+		// depends on their estimate, so it is used only until there is one
+		// without, and only when every image's estimate is its family's.
+		if text := u.PromptTokens - imgs; chars > 0 && text > 0 && (len(images) == 0 || (known && !m.textRatio[model])) {
+			m.ratio[model] = min(max(float64(chars)/float64(text), MinCharsPerToken), MaxCharsPerToken)
+			m.textRatio[model] = m.textRatio[model] || len(images) == 0
 		}
-		m.cached[model+"|"+purpose] = u.CachedTokens
+		m.cache[model+"|"+purpose] = cacheState{key: req.CacheKey, cached: u.CachedTokens, at: m.now()}
 	}
 	if resp != nil && (u.CompletionTokens > 0 || u.PromptTokens > 0) {
 		m.outSum[purpose] += u.CompletionTokens
@@ -321,6 +449,20 @@ func (a *Agent) budgetStop(res *Result, item *HistoryItem, be *BudgetError) erro
 	return be
 }
 
+// modelJudge returns a copy of j when it is a ModelJudge (or a non-nil
+// *ModelJudge).
+func modelJudge(j Judge) (ModelJudge, bool) {
+	switch j := j.(type) {
+	case ModelJudge:
+		return j, true
+	case *ModelJudge:
+		if j != nil {
+			return *j, true
+		}
+	}
+	return ModelJudge{}, false
+}
+
 // pricedForBudget refuses, when MaxCost is set, a model (the step model,
 // the extraction, compaction and judge models) whose price is unknown: the
 // budget could not be kept.
@@ -328,22 +470,34 @@ func (a *Agent) pricedForBudget(model llm.Model) error {
 	if a.set.MaxCost <= 0 {
 		return nil
 	}
+	var names []string
 	ms := []llm.Model{model, a.set.ExtractModel, a.set.CompactionModel}
-	switch j := a.set.Judge.(type) {
-	case ModelJudge:
+	if j, ok := modelJudge(a.set.Judge); ok {
 		ms = append(ms, j.Model)
-	case *ModelJudge:
-		if j != nil {
-			ms = append(ms, j.Model)
-		}
 	}
 	for _, m := range ms {
-		if m == nil {
+		if m != nil {
+			names = append(names, m.Name())
+		}
+	}
+	if err := CheckPrices(a.set.Prices, names...); err != nil {
+		return fmt.Errorf("%w: MaxCost is set but %v", ErrSettings, err)
+	}
+	return nil
+}
+
+// CheckPrices returns the pricing error of the first model name (a
+// "provider:model" spec, or a fallback's "a|b": each of its specs) that
+// prices has no price for, nil when all have one: what a cost budget
+// needs.
+func CheckPrices(prices *pricing.Table, names ...string) error {
+	for _, n := range names {
+		if n == "" {
 			continue
 		}
-		for _, spec := range strings.Split(m.Name(), "|") {
-			if _, err := a.set.Prices.Lookup(spec); err != nil {
-				return fmt.Errorf("%w: MaxCost is set but %v", ErrSettings, err)
+		for _, spec := range strings.Split(n, "|") {
+			if _, err := prices.Lookup(spec); err != nil {
+				return err
 			}
 		}
 	}
@@ -380,13 +534,4 @@ func FormatUsage(u llm.Usage) string {
 		b.WriteString(" (" + Tokens(u.ReasoningTokens) + " reasoning)")
 	}
 	return b.String()
-}
-
-// FormatCost words a cost for a progress line: "$0.0021", or "cost
-// unknown" when a model's price is unknown.
-func FormatCost(c pricing.Cost) string {
-	if !c.Known() {
-		return "cost unknown"
-	}
-	return pricing.FormatUSD(c.Total)
 }

@@ -106,7 +106,6 @@ func (a *Agent) compactHistory(ctx context.Context, item *HistoryItem) {
 	item.ModelTime += time.Since(start)
 	summary := ""
 	if resp != nil {
-		addUsage(&item.Usage, resp.Usage)
 		summary = strings.TrimSpace(resp.Content)
 	}
 	if err == nil && summary == "" {

@@ -37,13 +37,15 @@ type billingServer struct {
 	*httptest.Server
 	replies []string
 	usage   map[string]billedUsage // by kind: step, extract, judge
+	// extractReply answers extract calls ("" makes an empty reply).
+	extractReply string
 
 	mu    sync.Mutex
 	calls map[string]int
 }
 
 func newBillingServer(t *testing.T, replies []string, usage map[string]billedUsage) *billingServer {
-	s := &billingServer{replies: replies, usage: usage, calls: map[string]int{}}
+	s := &billingServer{replies: replies, usage: usage, calls: map[string]int{}, extractReply: "The plans are Basic and Pro."}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
@@ -71,7 +73,7 @@ func newBillingServer(t *testing.T, replies []string, usage map[string]billedUsa
 		var content string
 		switch kind {
 		case "extract":
-			content = "The plans are Basic and Pro."
+			content = s.extractReply
 		case "compact":
 			content = "The agent searched the form for plans."
 		case "judge":
@@ -266,8 +268,13 @@ func TestCostOfStepsAndRun(t *testing.T) {
 // result says why in its last error and Err, history and trace are
 // written, and the step whose call was refused is recorded with the
 // reason.
+//
+// The system prompt is lengthened to about 75,000 characters, so that the
+// server's 20,000 prompt tokens are a real prompt's count (3.75 characters
+// a token) and the meter's estimate of the next call is near it.
 func budgetRun(t *testing.T, srv *billingServer, set agent.Settings) (*agent.BudgetError, *agent.Result, *agent.History) {
 	t.Helper()
+	set.ExtendSystemPrompt = strings.Repeat("Keep to the task and answer briefly. ", 1900)
 	res, err, h, recs := tracedRun(t, srv.model(t), set)
 	var be *agent.BudgetError
 	if !errors.Is(err, agent.ErrBudgetExceeded) || !errors.As(err, &be) || res == nil || res.Err != err {
@@ -289,7 +296,7 @@ func budgetRun(t *testing.T, srv *billingServer, set agent.Settings) (*agent.Bud
 			}
 		}
 	}
-	if runRec.BudgetExceeded != be.Error() || runRec.Cost == nil {
+	if runRec.BudgetExceeded != be.Error() || (runRec.Cost == nil && res.Usage != (llm.Usage{})) {
 		t.Fatalf("trace run record %+v", runRec)
 	}
 	return be, res, h
@@ -425,5 +432,116 @@ func TestBudgetSettings(t *testing.T) {
 	set.MaxTokens = 1000 // a token budget needs no price
 	if _, err := agent.New("say hi", m, s, set); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An extract among the InitialActions that the budget refuses ends the run
+// after step 0: no step is observed nor asked for.
+func TestBudgetStopsAfterInitialActions(t *testing.T) {
+	srv := newBillingServer(t, []string{searchReply}, map[string]billedUsage{"step": stepUsage, "extract": {prompt: 5000, completion: 80}})
+	set := settings(t)
+	set.MaxTokens = 100
+	set.InitialActions = []agent.ActionCall{{Name: "extract", Params: json.RawMessage(`{"query":"Which plans are offered?"}`)}}
+	be, res, h := budgetRun(t, srv, set)
+	if srv.count("step") != 0 || srv.count("extract") != 0 {
+		t.Fatalf("calls %v, want none", srv.calls)
+	}
+	if be.Purpose != "extract" || be.Step != 0 || res.Steps != 1 || len(h.Items) != 1 || !strings.Contains(h.Items[0].Actions[0].Error, be.Error()) {
+		t.Fatalf("budget error %+v, %d steps, history %+v", be, res.Steps, h.Items)
+	}
+}
+
+// Tokens and cost come from one count: an extract whose reply was empty
+// (an error after a billed reply) is in its step's usage and cost, and the
+// run's usage is the sum of the steps'.
+func TestUsageCountsAFailedExtract(t *testing.T) {
+	srv := newBillingServer(t, []string{
+		`{"memory":"Asking the page.","action":[{"extract":{"query":"Which plans are offered?"}}]}`,
+		`{"memory":"Done.","action":[{"done":{"text":"Basic and Pro","success":true}}]}`,
+	}, map[string]billedUsage{"step": stepUsage, "extract": {prompt: 5000, completion: 80}})
+	srv.extractReply = ""
+	res, err, h, _ := tracedRun(t, srv.model(t), settings(t))
+	if err != nil || !res.Done || srv.count("extract") != 1 {
+		t.Fatalf("run: %v %+v, calls %v", err, res, srv.calls)
+	}
+	it := h.Items[1]
+	if len(it.Actions) != 1 || it.Actions[0].Error == "" {
+		t.Fatalf("step 1: %+v, want a failed extract", it)
+	}
+	const extractCost = 5000*0.40/1e6 + 80*1.60/1e6
+	if it.Usage.PromptTokens != 20000+5000 || it.Usage.CompletionTokens != 150+80 || !nearly(it.Cost.Total, stepCost+extractCost) {
+		t.Fatalf("step 1 usage %+v cost %+v", it.Usage, it.Cost)
+	}
+	var sum llm.Usage
+	var cost float64
+	for _, it := range h.Items {
+		sum.PromptTokens += it.Usage.PromptTokens
+		sum.CompletionTokens += it.Usage.CompletionTokens
+		cost += it.Cost.Total
+	}
+	if res.Usage.PromptTokens != sum.PromptTokens || res.Usage.CompletionTokens != sum.CompletionTokens || sum.PromptTokens != 2*20000+5000 || !nearly(res.Cost.Total, cost) {
+		t.Fatalf("run usage %+v cost %g, steps' %+v %g", res.Usage, res.Cost.Total, sum, cost)
+	}
+}
+
+// Tokens a plug-in action reports from a model of its own count toward
+// MaxTokens (and the usage), unpriced: step 2's call would fit the budget
+// without them, not with them.
+func TestBudgetCountsAnActionsOwnTokens(t *testing.T) {
+	srv := newBillingServer(t, []string{
+		`{"memory":"Summing up.","action":[{"summarise":{"query":"the plans"}}]}`,
+		`{"memory":"Done.","action":[{"done":{"text":"Basic and Pro","success":true}}]}`,
+	}, map[string]billedUsage{"step": stepUsage, "extract": {prompt: 5000, completion: 80}})
+	own := srv.named(t, "my-summariser") // not one of the agent's models: not metered
+	type summariseParams struct {
+		Query string `json:"query"`
+	}
+	reg := agent.DefaultRegistry()
+	if err := agent.Register(reg, "summarise", "Summarise the page with our own model.", func(ctx context.Context, _ *agent.ActionContext, p summariseParams) (agent.ActionResult, error) {
+		resp, err := own.Generate(ctx, llm.Request{Messages: []llm.Message{llm.UserMessage(llm.Text("Summarise " + p.Query))}})
+		if err != nil {
+			return agent.ActionResult{}, err
+		}
+		return agent.ActionResult{Text: resp.Content, Usage: resp.Usage}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	set := settings(t)
+	set.Tools = reg
+	set.MaxTokens = 2*20150 + 2000
+	be, res, h := budgetRun(t, srv, set)
+	if srv.count("step") != 1 || srv.count("extract") != 1 {
+		t.Fatalf("calls %v, want 1 step call and the action's own", srv.calls)
+	}
+	if be.Step != 2 || be.SpentTokens != 20150+5080 {
+		t.Fatalf("budget error %+v", be)
+	}
+	if u := h.Items[1].Usage; u.PromptTokens != 25000 || u.CompletionTokens != 230 || !nearly(h.Items[1].Cost.Total, stepCost) {
+		t.Fatalf("step 1 usage %+v cost %+v", u, h.Items[1].Cost)
+	}
+	if res.Usage.PromptTokens+res.Usage.CompletionTokens != be.SpentTokens {
+		t.Fatalf("result usage %+v, budget spent %d", res.Usage, be.SpentTokens)
+	}
+}
+
+// Driver.RunTask refuses a model without a price under MaxCost, as New
+// does, before anything runs.
+func TestDriverRunTaskNeedsAPrice(t *testing.T) {
+	srv := newBillingServer(t, []string{searchReply}, map[string]billedUsage{"step": stepUsage})
+	_, s := newSession(t)
+	set := settings(t)
+	set.MaxCost = 1
+	d, err := agent.NewDriver(s, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := d.RunTask(ctx, srv.named(t, "my-local-model"), "say hi", agent.TaskOptions{}); !errors.Is(err, agent.ErrSettings) || !strings.Contains(err.Error(), "openai:my-local-model") {
+		t.Fatalf("RunTask with an unpriced model: %v", err)
+	}
+	if srv.count("step") != 0 {
+		t.Fatalf("%d model calls", srv.count("step"))
 	}
 }

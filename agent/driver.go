@@ -235,7 +235,7 @@ func (d *Driver) State(ctx context.Context, opt StateOptions) (*Observation, err
 	obs := &Observation{State: &st, Step: n, Text: a.secrets.scrub(BrowserStateText(&st, a.set.MaxElementsChars))}
 	if len(st.Screenshot) > 0 {
 		dir := filepath.Join(a.runDir, "screenshots")
-		p := filepath.Join(dir, fmt.Sprintf("step_%d.png", n))
+		p := filepath.Join(dir, fmt.Sprintf("step_%d%s", n, screenshotExt(&st)))
 		if os.MkdirAll(dir, 0o755) == nil && os.WriteFile(p, st.Screenshot, 0o644) == nil {
 			item.State.ScreenshotPath, obs.ScreenshotPath = p, p
 		}
@@ -300,7 +300,6 @@ func (d *Driver) Do(ctx context.Context, name string, params json.RawMessage) (A
 		}
 	}
 	item.Actions = []ActionRecord{rec}
-	addUsage(&item.Usage, rec.Result.Usage)
 	a.finish(ctx, &item)
 	return rec, err
 }
@@ -376,6 +375,8 @@ func (d *Driver) PageText(ctx context.Context, from, max int) (text, url string,
 // Agent.Run does: the history so far (the caller's own steps included) is
 // the model's context, step numbers continue, and the first task's URL is
 // opened directly. The indexes of the last state no longer apply after it.
+// With Settings.MaxCost set, a model without a price in Settings.Prices is
+// refused up front (ErrSettings), as New refuses one.
 func (d *Driver) RunTask(ctx context.Context, model llm.Model, task string, opt TaskOptions) (*Result, error) {
 	if model == nil {
 		return nil, ErrNoModel
@@ -388,6 +389,10 @@ func (d *Driver) RunTask(ctx context.Context, model llm.Model, task string, opt 
 	}
 	defer d.release()
 	a := d.a
+	// As New does: a cost budget needs every model's price.
+	if err := a.pricedForBudget(model); err != nil {
+		return nil, err
+	}
 	if d.tasked {
 		if err := a.AddTask(task); err != nil {
 			return nil, err

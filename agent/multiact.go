@@ -60,7 +60,6 @@ func (a *Agent) multiAct(ctx context.Context, st *events.BrowserState, calls []A
 		}
 		rec, err := a.act(ctx, spec, c, st, step)
 		item.Actions = append(item.Actions, rec)
-		addUsage(&item.Usage, rec.Result.Usage)
 		if rec.Denied {
 			a.dropNote(item, calls, i+1, fmt.Sprintf("action %d (%s) was denied", i+1, c.Name))
 			return
@@ -132,7 +131,9 @@ func (a *Agent) act(ctx context.Context, spec ActionSpec, c ActionCall, st *even
 	}
 	ac := &ActionContext{Browser: a.browser, FileSystem: a.fs, ExtractModel: a.set.ExtractModel, BrowserState: st, Logger: a.log, RunDir: a.runDir, agent: a}
 	start := time.Now()
+	mark := a.meter.stepUsed()
 	res, err := a.runAction(ctx, spec, ac, c.Params)
+	a.meter.addReported(mark, res.Usage)
 	rec.Duration = time.Since(start)
 	res.Text = a.secrets.scrub(res.Text)
 	res.ReadOnce = a.secrets.scrub(res.ReadOnce)

@@ -121,6 +121,8 @@ type Settings struct {
 	// varies it by model between 30 and 90 s). A model wrapped in
 	// llm.WithRetry gets a fresh LLMTimeout per attempt, so a stalled first
 	// attempt leaves time for a retry; StepTimeout bounds the whole call.
+	// A model that does not bound its attempts (llm.BoundsAttempts false: a
+	// custom Model) gets LLMTimeout as a deadline on the whole call.
 	LLMTimeout time.Duration
 	// MaxSteps is the step budget of a Run. Default 500. From
 	// BudgetWarning × MaxSteps on, the model is told to wrap up; the last step
@@ -285,12 +287,16 @@ type Settings struct {
 	// MaxCost, when positive, is each Run's budget in US dollars. Before
 	// every model call of the run (the step's, a history summary, extract,
 	// a ModelJudge's) the call is estimated: prompt tokens from its text
-	// (characters over the chars-per-token ratio of the same model's
-	// previous call, DefaultCharsPerToken before one; DefaultImageTokens
-	// per image), cache reads as many as that model's previous call of the
-	// same purpose had, and the output tokens the run's average completion
-	// (DefaultOutputTokens before any); when the run's cost so far plus
-	// the estimate would exceed MaxCost, the call is not made and the run
+	// (characters over the model's chars-per-token, learned from its calls
+	// without images, DefaultCharsPerToken before one) and its images
+	// (ImageTokens by the model's family and each image's size), cache
+	// reads only as many as the previous call of the model and purpose had
+	// when it had the same CacheKey, less than CacheIdle ago and before no
+	// history summary, the rest at the dearer of the input and cache-write
+	// prices, and the output tokens the run's average completion
+	// (DefaultOutputTokens, ReasoningOutputTokens for a thinking model,
+	// before any); when the run's cost so far plus the estimate would
+	// exceed MaxCost, the call is not made and the run
 	// stops: Run returns a *BudgetError (errors.Is ErrBudgetExceeded), also
 	// in Result.Err, and Result.Errors ends with its words. A refused
 	// judge call leaves the run's result alone and sets Result.JudgeError.
@@ -298,7 +304,10 @@ type Settings struct {
 	// given). Default 0: no budget.
 	MaxCost float64
 	// MaxTokens, when positive, is each Run's budget of input plus output
-	// tokens, kept like MaxCost. Default 0: no budget.
+	// tokens, kept like MaxCost; the tokens actions report of their own
+	// models (ActionResult.Usage) count too. Default 0: no budget. Calls
+	// that time out or fail without a reply report no usage and are not
+	// counted, though a provider may bill them (docs/agent.md).
 	MaxTokens int
 	// Prices prices the model calls (HistoryItem.Cost, Result.Cost, the
 	// observers' ModelCall.Cost) by their model's "provider:model" name.

@@ -50,7 +50,7 @@ func (s *Server) runTask(in taskIn) handler {
 		}
 		fmt.Fprintf(&sb, "Steps: %d\n", res.Steps)
 		if res.Usage != (llm.Usage{}) {
-			fmt.Fprintf(&sb, "Tokens: %s · %s\n", agent.FormatUsage(res.Usage), agent.FormatCost(res.Cost))
+			fmt.Fprintf(&sb, "Tokens: %s · %s\n", agent.FormatUsage(res.Usage), res.Cost.String())
 		}
 		if b.Trace != "" {
 			fmt.Fprintf(&sb, "Trace: %s\n", b.Trace)

@@ -54,13 +54,8 @@ func (f *budgetFlags) apply(set *agent.Settings, models ...string) error {
 		set.Prices = t
 	}
 	if f.maxCost > 0 {
-		for _, m := range models {
-			if m == "" {
-				continue
-			}
-			if _, err := set.Prices.Lookup(m); err != nil {
-				return usagef("--max-cost needs the model's price: %v", err)
-			}
+		if err := agent.CheckPrices(set.Prices, models...); err != nil {
+			return usagef("--max-cost needs the model's price: %v", err)
 		}
 	}
 	return nil

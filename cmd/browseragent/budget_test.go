@@ -99,7 +99,7 @@ func TestStepProgressLine(t *testing.T) {
 	}
 	b.Reset()
 	printStep(&b, agent.HistoryItem{Step: 4, Usage: u, Cost: pricing.Cost{Unpriced: []string{"openai:local"}}})
-	if !strings.HasSuffix(b.String(), "· cost unknown\n") {
+	if !strings.HasSuffix(b.String(), "· cost unknown (no price for openai:local)\n") {
 		t.Fatalf("progress:\n%q", b.String())
 	}
 	b.Reset()

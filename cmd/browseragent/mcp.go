@@ -46,6 +46,10 @@ func (f *mcpFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.model, "model", os.Getenv("BROWSERAGENT_MODEL"), "model for run_task and extract's queries, as provider:name (default $BROWSERAGENT_MODEL; without one there is no run_task and extract returns the page's text)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the provider's API base URL (OpenAI-compatible servers, proxies)")
 	f.agent.register(fs, "run_task sends screenshots to the model: on (every step), auto (when it asks, or the page is a canvas/video its text cannot show) or off")
+	// The budget applies to run_task's runs: the extract tool's one model
+	// call is priced (in the trace) but not budgeted.
+	fs.Lookup("max-cost").Usage = "stop each run_task before a model call that would bring its cost over this many US dollars (0: no limit); the extract tool's single model calls are priced but not budgeted"
+	fs.Lookup("max-tokens").Usage = "stop each run_task before a model call that would bring its input+output tokens over this (0: no limit); the extract tool's single model calls are counted but not budgeted"
 	fs.StringVar(&f.confirm, "confirm", "", "comma-separated risk classes the user must confirm in the MCP client (elicitation) before they run; refused when the client cannot ask")
 	fs.IntVar(&f.maxSteps, "max-steps", mcpserver.DefaultMaxSteps, "run_task's step budget (its default and maximum)")
 	fs.StringVar(&f.uploads, "upload-files", "", "comma-separated local files the upload tool may send to pages (default: none)")

@@ -170,12 +170,13 @@ func printStep(w io.Writer, it agent.HistoryItem) {
 }
 
 // usageLine words a step's or a run's tokens and cost: "tokens 3.1k in
-// (2.0k cached) / 150 out · $0.0021"; "" when no model was called.
+// (2.0k cached) / 150 out · $0.0021" (or "· cost unknown (no price for
+// openai:local)"); "" when no model was called.
 func usageLine(u llm.Usage, c pricing.Cost) string {
 	if u == (llm.Usage{}) && c.Known() && c.Total == 0 {
 		return ""
 	}
-	return "tokens " + agent.FormatUsage(u) + " · " + agent.FormatCost(c)
+	return "tokens " + agent.FormatUsage(u) + " · " + c.String()
 }
 
 func oneLine(s string, max int) string {
@@ -214,7 +215,7 @@ func printResult(w io.Writer, out *runOutcome) {
 		if u := usageLine(r.Usage, r.Cost); u != "" {
 			fmt.Fprintf(w, "%s\n", u)
 			if !r.Cost.Known() {
-				fmt.Fprintf(w, "(no price for %s: pass --prices FILE)\n", strings.Join(r.Cost.Unpriced, ", "))
+				fmt.Fprintf(w, "(pass --prices FILE to price %s)\n", strings.Join(r.Cost.Unpriced, ", "))
 			}
 		}
 	}
