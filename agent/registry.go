@@ -60,8 +60,11 @@ type ActionResult struct {
 	WantScreenshot bool `json:"want_screenshot,omitempty"`
 	// Files are paths the action produced (screenshots, files written).
 	Files []string `json:"files,omitempty"`
-	// Usage is what model calls made by the action cost (extract); the
-	// loop adds it to the step's usage and so to the run's.
+	// Usage is the tokens of the model calls the action made (extract
+	// reports its ExtractModel call). The agent counts the calls of its own
+	// models (ActionContext.ExtractModel) itself; what Usage reports beyond
+	// them (a model of the action's own) is added to the step's and the
+	// run's usage and counts toward Settings.MaxTokens, unpriced.
 	Usage llm.Usage `json:"usage,omitzero"`
 }
 
