@@ -16,7 +16,8 @@
 // not found has an unknown price (ErrUnknownModel), never 0.
 //
 // The table is overridable by a JSON file (ParseOverrides, LoadFile): its
-// entries replace or add models.
+// entries replace or add models. An alias names its entry, not a price, so
+// an override of a model's name reprices its aliases too.
 //
 // Not modelled: long-context tiers (Gemini 2.5 Pro and Claude Sonnet 4.x
 // above 200k prompt tokens cost more; the agent's prompts stay far below),
