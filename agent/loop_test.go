@@ -1257,3 +1257,52 @@ func TestSecretInURLIsScrubbedFromHistory(t *testing.T) {
 		t.Fatalf("no placeholder in the history: %s", h)
 	}
 }
+
+// stallFirst is a custom Model that knows nothing of attempt timeouts: its
+// first call stalls until its context ends, the later ones are the script's.
+type stallFirst struct {
+	*scripted.Model
+	calls atomic.Int32
+}
+
+func (m *stallFirst) Generate(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	if m.calls.Add(1) == 1 {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return m.Model.Generate(ctx, req)
+}
+
+// A custom model that does not bound its attempts still gets LLMTimeout,
+// as a deadline on the call: the stalled call ends after it, not after the
+// step's much longer timeout, and the next step runs.
+func TestLLMTimeoutBoundsACustomModel(t *testing.T) {
+	b := agenttest.New(t, formSite()...)
+	model := &stallFirst{Model: scripted.New([]scripted.Step{
+		{Action: "done", Params: map[string]any{"text": "ok", "success": true}},
+	})}
+	if llm.BoundsAttempts(model) {
+		t.Fatal("the test model must not bound its attempts")
+	}
+	set := settings(t)
+	set.LLMTimeout = 200 * time.Millisecond
+	set.StepTimeout = 60 * time.Second
+	start := time.Now()
+	a := newAgent(t, "Sign up", model, b, set)
+	res := runAgent(t, a)
+	if !res.Done || !res.Success {
+		t.Fatalf("result %+v", res)
+	}
+	h := a.History()
+	if len(h.Items) < 2 || !h.Items[0].Failed || !strings.Contains(h.Items[0].Error, "model call timed out after 200ms") {
+		t.Fatalf("step 0 should have failed on LLMTimeout: %+v", h.Items)
+	}
+	// About LLMTimeout; 30 s is headroom for a loaded machine, still half
+	// the step timeout the call would otherwise have waited for.
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the stalled call took %s", d)
+	}
+	if n := model.calls.Load(); n != 2 {
+		t.Errorf("%d model calls, want 2", n)
+	}
+}
