@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"errors"
 	"image"
 	"image/png"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/agent/llm/pricing"
 )
 
 // The estimate before a call: characters over 4 and 500 output tokens at
@@ -267,5 +269,17 @@ func TestPricedSpec(t *testing.T) {
 		if got := pricedSpec(c.model, c.answered); got != c.want {
 			t.Errorf("pricedSpec(%q, %q) = %q, want %q", c.model, c.answered, got, c.want)
 		}
+	}
+}
+
+// CheckPrices, what New, RunTask and the CLI ask of a cost budget, checks
+// each model of a fallback.
+func TestCheckPrices(t *testing.T) {
+	tab := pricing.Default()
+	if err := CheckPrices(tab, "openai:gpt-4.1", "", "openai:gpt-4.1|anthropic:claude-haiku-4-5"); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPrices(tab, "openai:gpt-4.1|openai:my-local-model"); !errors.Is(err, pricing.ErrUnknownModel) || !strings.Contains(err.Error(), "openai:my-local-model") {
+		t.Fatalf("a fallback with an unpriced model: %v", err)
 	}
 }

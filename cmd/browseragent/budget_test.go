@@ -116,6 +116,9 @@ func TestMCPRunTaskBudget(t *testing.T) {
 	if r := cli(t, nil, "mcp", "--model", "openai:test", "--max-cost", "1"); r.code != exitUsage || !strings.Contains(r.stderr, "--max-cost needs the model's price") {
 		t.Fatalf("mcp --max-cost with an unpriced model: exit %d, stderr %q", r.code, r.stderr)
 	}
+	if r := cli(t, nil, "mcp", "--help"); !strings.Contains(r.stderr, "stop each run_task before a model call that would bring its cost over") || !strings.Contains(r.stderr, "the extract tool's single model calls are priced but not budgeted") {
+		t.Fatalf("mcp --help:\n%s", r.stderr)
+	}
 	model := newModelServer(t)
 	model.script(`{"memory":"Nothing to do.","action":[{"done":{"text":"ok","success":true}}]}`)
 	cmd, stderr := mcpCommand(t, []string{"OPENAI_API_KEY=test"}, "--out", filepath.Join(t.TempDir(), "mcp"),
