@@ -387,10 +387,6 @@ func checkStrict(schema *schemax.Object) error {
 	return nil
 }
 
-// checkStrictAt is checkStrict (the path is always "$", and the root is
-// checked like any part: Add closes a parameterless root first).
-func checkStrictAt(o *schemax.Object, _ string, _ bool) error { return checkStrict(o) }
-
 // closeParameterless turns a parameterless root ({"type":"object"} or
 // {"type":"object","properties":{}} without additionalProperties) into the
 // closed empty object noParams describes, keeping its other keys.

@@ -437,7 +437,7 @@ func (s Settings) withDefaults() (Settings, error) {
 		}
 		// Checked as done's "data" is sent: below the root, so an object
 		// without properties is free-form there too.
-		if err := checkStrictAt(o, "$", false); err != nil {
+		if err := checkStrict(o); err != nil {
 			return s, fmt.Errorf("%w: OutputSchema: %w", ErrSettings, err)
 		}
 	}
