@@ -211,7 +211,8 @@ type Settings struct {
 	// in it must list its properties: a free-form object (additionalProperties
 	// other than false, no properties) or a value without a type is
 	// rejected by New with its JSON path, as a strict provider mode could
-	// not constrain it.
+	// not constrain it (the check Registry.Add makes); so are $ref, oneOf
+	// and allOf, which the answer's validation does not follow (use anyOf).
 	OutputSchema json.RawMessage
 	// ExtractModel answers "extract" queries. Default: the agent's model.
 	ExtractModel llm.Model
