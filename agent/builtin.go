@@ -127,7 +127,7 @@ func DefaultRegistry() *Registry {
 	must(Register(r, "navigate", "Open an absolute URL.", func(ctx context.Context, ac *ActionContext, p NavigateParams) (ActionResult, error) {
 		return ac.navigate(ctx, p.URL, p.NewTab)
 	}, WithRisk(RiskNavigate), Terminating()))
-	must(Register(r, "search", "Search the web.", func(ctx context.Context, ac *ActionContext, p SearchParams) (ActionResult, error) {
+	must(Register(r, "search", "", func(ctx context.Context, ac *ActionContext, p SearchParams) (ActionResult, error) {
 		engine := p.Engine
 		if engine == "" {
 			engine = ac.agent.set.SearchEngine

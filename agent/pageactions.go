@@ -41,9 +41,9 @@ type (
 
 // registerPageActions adds search_page, find_elements and save_as_pdf.
 func registerPageActions(r *Registry, must func(error)) {
-	must(Register(r, "search_page", "Text matches with their context (free).", searchPageAction, WithRisk(RiskRead)))
-	must(Register(r, "find_elements", "CSS matches, with their indexes (free).", findElementsAction, WithRisk(RiskRead)))
-	must(Register(r, "save_as_pdf", "Save as PDF; paper_format: Letter (default), Legal, Tabloid, Ledger, A0-A6.", savePDFAction, WithRisk(RiskDownload)))
+	must(Register(r, "search_page", "Text matches in context (free).", searchPageAction, WithRisk(RiskRead)))
+	must(Register(r, "find_elements", "CSS matches with indexes (free).", findElementsAction, WithRisk(RiskRead)))
+	must(Register(r, "save_as_pdf", "paper_format: Letter (default), Legal, Tabloid, Ledger, A0-A6.", savePDFAction, WithRisk(RiskDownload)))
 }
 
 // readOnceCap bounds what the page queries put in read_state.
