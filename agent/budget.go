@@ -279,6 +279,9 @@ func promptSize(req llm.Request) (chars int, images []*llm.Image) {
 // image whose size or family is unknown. known is false when any was.
 func imageTokens(spec string, images []*llm.Image) (n int, known bool) {
 	f := ImageFamilyOf(spec)
+	if strings.Contains(spec, "|") {
+		f = ImageOther // a fallback whose answering model is not known
+	}
 	known = true
 	for _, im := range images {
 		t := 0
