@@ -187,3 +187,28 @@ func TestCompactReplySchema(t *testing.T) {
 		t.Error("an item with two actions was parsed")
 	}
 }
+
+// The element text is split out of browser_state where writeBrowserState
+// wrote it, not at its first occurrence: a title that repeats the page's
+// text leaves the parts in place.
+func TestPromptElementsPart(t *testing.T) {
+	st := tokenPageState()
+	st.DOMText = "Example Shop\n"
+	st.Title = "Example Shop"
+	p, err := RenderPrompt(Settings{Vision: VisionOff}, tokenTask, &st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head, elems string
+	for _, pt := range p.Parts {
+		switch pt.Name {
+		case "browser_state":
+			head = pt.Text
+		case "elements":
+			elems = pt.Text
+		}
+	}
+	if elems != st.DOMText || !strings.HasSuffix(head, "Interactive elements:\n[Start of page]\n") || !strings.Contains(head, "Title: Example Shop\n") {
+		t.Fatalf("browser_state %q, elements %q", head, elems)
+	}
+}
