@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"text/tabwriter"
 
 	"github.com/tiktoken-go/tokenizer/codec"
@@ -33,8 +34,9 @@ type tokenPart struct {
 	// format and bound for the model), ImageTokens what the image costs the
 	// model by agent.ImageTokens (0 when the provider's rule is unknown);
 	// Tokens includes ImageTokens.
-	ImageBytes  int `json:"image_bytes,omitempty"`
-	ImageTokens int `json:"image_tokens,omitempty"`
+	ImageBytes  int    `json:"image_bytes,omitempty"`
+	ImageTokens int    `json:"image_tokens,omitempty"`
+	ImageType   string `json:"image_type,omitempty"` // its media type, read from its bytes
 }
 
 // tokenReport is the tokens command's --json output.
@@ -142,12 +144,12 @@ func countPrompt(p *agent.Prompt, imageTokens int) (*tokenReport, error) {
 		if err != nil {
 			return nil, err
 		}
-		it := 0
+		it, mt := 0, ""
 		if len(pt.Image) > 0 {
-			it = imageTokens
+			it, mt = imageTokens, http.DetectContentType(pt.Image)
 			n += it
 		}
-		rep.Parts = append(rep.Parts, tokenPart{Name: pt.Name, Role: string(pt.Role), Tokens: n, Chars: len(pt.Text), Fixed: pt.Fixed, ImageBytes: len(pt.Image), ImageTokens: it})
+		rep.Parts = append(rep.Parts, tokenPart{Name: pt.Name, Role: string(pt.Role), Tokens: n, Chars: len(pt.Text), Fixed: pt.Fixed, ImageBytes: len(pt.Image), ImageTokens: it, ImageType: mt})
 		rep.TotalTokens += n
 		if pt.Fixed {
 			rep.FixedTokens += n

@@ -103,8 +103,8 @@ func TestTokensOnFixturePage(t *testing.T) {
 	if jpeg.ImageTokens <= 0 || jpeg.ImageTokens > 765 || jpeg.Tokens <= jpeg.ImageTokens || jpeg.Fixed {
 		t.Fatalf("screenshot part: %+v", jpeg)
 	}
-	if png.ImageBytes <= jpeg.ImageBytes {
-		t.Fatalf("--screenshot-format png: %d bytes, jpeg %d", png.ImageBytes, jpeg.ImageBytes)
+	if jpeg.ImageType != "image/jpeg" || png.ImageType != "image/png" {
+		t.Fatalf("the default screenshot is %s, with --screenshot-format png %s", jpeg.ImageType, png.ImageType)
 	}
 	t.Logf("form.html screenshot for openai: jpeg %d bytes, png %d bytes, %d image tokens", jpeg.ImageBytes, png.ImageBytes, jpeg.ImageTokens)
 
