@@ -698,20 +698,21 @@ func (a *Agent) ask(ctx context.Context, req llm.Request, offered []ActionSpec, 
 	return nil, &ActionResult{Done: true, Success: false, Text: "The model returned no action twice in a row; the run ended without an answer."}, nil
 }
 
-// modelContext bounds one step-model call by LLMTimeout: per attempt for a
-// model that bounds its attempts itself (llm.BoundsAttempts: WithRetry,
-// the provider models), so that a stalled attempt leaves the step time for
-// a retry; as a deadline on the whole call for any other (a custom Model,
-// the scripted one), which would otherwise get no bound but the step's.
+// modelContext bounds one step-model call by LLMTimeout (boundCall).
 func (a *Agent) modelContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	m := a.model
-	if o, ok := m.(*observedModel); ok {
-		m = o.inner
-	}
+	return boundCall(ctx, a.model, a.set.LLMTimeout)
+}
+
+// boundCall bounds one call of m by d: per attempt for a model that bounds
+// its attempts itself (llm.BoundsAttempts: WithRetry, the provider models),
+// so that a stalled attempt leaves time for a retry; as a deadline on the
+// whole call for any other (a custom Model, the scripted one), which would
+// otherwise get no bound but the step's.
+func boundCall(ctx context.Context, m llm.Model, d time.Duration) (context.Context, context.CancelFunc) {
 	if llm.BoundsAttempts(m) {
-		return llm.WithAttemptTimeout(ctx, a.set.LLMTimeout)
+		return llm.WithAttemptTimeout(ctx, d)
 	}
-	return context.WithTimeout(ctx, a.set.LLMTimeout)
+	return context.WithTimeout(ctx, d)
 }
 
 // structuredDone builds the done action whose data follows the caller's

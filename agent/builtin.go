@@ -421,6 +421,11 @@ func (ac *ActionContext) extract(ctx context.Context, p ExtractParams) (ActionRe
 		llm.SystemMessage("You extract information from a web page's text. Answer the query using only the page text. If the answer is not in the text, say so. Be complete and exact; keep numbers, names and links as written."),
 		llm.UserMessage(llm.Text(fmt.Sprintf("<query>%s</query>\n<url>%s</url>\n<page_text>\n%s\n</page_text>", p.Query, pt.URL, text))),
 	}
+	if ac.agent != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = boundCall(ctx, ac.ExtractModel, ac.agent.set.LLMTimeout)
+		defer cancel()
+	}
 	resp, err := ac.ExtractModel.Generate(ctx, llm.Request{Messages: msgs})
 	if err != nil {
 		return ActionResult{}, fmt.Errorf("extraction model: %w", err)

@@ -99,7 +99,7 @@ func (a *Agent) compactHistory(ctx context.Context, item *HistoryItem) {
 		llm.SystemMessage(execPrompt("compact.md", struct{ MaxChars int }{a.set.CompactSummaryMaxChars})),
 		llm.UserMessage(llm.Text(a.secrets.scrub(in.String()))),
 	}}
-	lctx, cancel := llm.WithAttemptTimeout(ctx, a.set.LLMTimeout) // per attempt; the step bounds the whole call
+	lctx, cancel := boundCall(ctx, a.compactor, a.set.LLMTimeout)
 	start := time.Now()
 	resp, err := a.compactor.Generate(lctx, req)
 	cancel()

@@ -1306,3 +1306,52 @@ func TestLLMTimeoutBoundsACustomModel(t *testing.T) {
 		t.Errorf("%d model calls, want 2", n)
 	}
 }
+
+// stallAlways is a custom extraction model that never answers before its
+// context ends and knows nothing of attempt timeouts.
+type stallAlways struct{ calls atomic.Int32 }
+
+func (m *stallAlways) Name() string { return "custom:stall" }
+func (m *stallAlways) Generate(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	m.calls.Add(1)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// LLMTimeout bounds an extract call of a custom model too: the action
+// fails after it, with the deadline said, and the run goes on.
+func TestLLMTimeoutBoundsACustomExtractModel(t *testing.T) {
+	b := agenttest.New(t, formSite()...)
+	model := scripted.New([]scripted.Step{
+		{Action: "extract", Params: map[string]any{"query": "the heading"}},
+		{Action: "done", Params: map[string]any{"text": "ok", "success": true}},
+	})
+	extractor := &stallAlways{}
+	set := settings(t)
+	set.ExtractModel = extractor
+	set.LLMTimeout = 200 * time.Millisecond
+	set.StepTimeout = 60 * time.Second
+	start := time.Now()
+	a := newAgent(t, "Read the heading", model, b, set)
+	res := runAgent(t, a)
+	if !res.Done || !res.Success {
+		t.Fatalf("result %+v", res)
+	}
+	var failed bool
+	for _, it := range a.History().Items {
+		for _, r := range it.Actions {
+			if r.Name == "extract" && strings.Contains(r.Error, "deadline exceeded") {
+				failed = true
+			}
+		}
+	}
+	if !failed {
+		t.Fatalf("the extract should have failed on LLMTimeout: %+v", a.History().Items)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the stalled extract took %s", d)
+	}
+	if n := extractor.calls.Load(); n != 1 {
+		t.Errorf("%d extract calls, want 1", n)
+	}
+}

@@ -88,6 +88,9 @@ type observedModel struct {
 
 func (m *observedModel) Name() string { return m.inner.Name() }
 
+// BoundsAttempts says what the wrapped model says (llm.BoundsAttempts).
+func (m *observedModel) BoundsAttempts() bool { return llm.BoundsAttempts(m.inner) }
+
 func (m *observedModel) Generate(ctx context.Context, req llm.Request) (*llm.Response, error) {
 	if be := m.a.meter.check(m.a.curStep, m.purpose, m.inner.Name(), req); be != nil {
 		return nil, be
