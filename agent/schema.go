@@ -158,8 +158,8 @@ func schemaOfType(t reflect.Type, tag reflect.StructTag, seen map[reflect.Type]b
 
 // ValidateJSON checks value against schema, a JSON schema given as JSON text
 // (the subset this package emits and a caller's output schema commonly uses:
-// type, properties, required, additionalProperties, items, maxItems, enum,
-// anyOf). An empty schema accepts every value; key order does not matter
+// type, properties, required, additionalProperties, minProperties,
+// maxProperties, items, minItems, maxItems, enum, anyOf). An empty schema accepts every value; key order does not matter
 // here. It returns an error naming the first path that does not fit; the
 // error wraps ErrSchema.
 func ValidateJSON(schema, value json.RawMessage) error {
@@ -227,6 +227,12 @@ func validateValue(s map[string]any, v any, path string) error {
 	}
 	switch x := v.(type) {
 	case map[string]any:
+		if m, ok := s["minProperties"].(float64); ok && float64(len(x)) < m {
+			return fmt.Errorf("%w: %s: fewer than %v properties", ErrSchema, path, m)
+		}
+		if m, ok := s["maxProperties"].(float64); ok && float64(len(x)) > m {
+			return fmt.Errorf("%w: %s: more than %v properties", ErrSchema, path, m)
+		}
 		props, _ := s["properties"].(map[string]any)
 		required := map[string]bool{}
 		req, _ := s["required"].([]any)
@@ -273,6 +279,9 @@ func validateValue(s map[string]any, v any, path string) error {
 					return err
 				}
 			}
+		}
+		if m, ok := s["minItems"].(float64); ok && float64(len(x)) < m {
+			return fmt.Errorf("%w: %s: fewer than %v items", ErrSchema, path, m)
 		}
 		if m, ok := s["maxItems"].(float64); ok && float64(len(x)) > m {
 			return fmt.Errorf("%w: %s: more than %v items", ErrSchema, path, m)

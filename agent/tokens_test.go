@@ -160,8 +160,9 @@ func TestActionSignature(t *testing.T) {
 // action's name, whose value is an object: a reply in that shape passes
 // ValidateJSON against the schema and ParseOutputAs, which checks the name
 // and the parameters the schema leaves free; parameters that are not an
-// object do not fit the schema, and an item with two keys is refused by the
-// parser (ValidateJSON does not read maxProperties; providers do).
+// object do not fit the schema, nor do an item with two keys or none and an
+// empty action list (min/maxProperties, minItems); the parser refuses a
+// two-key item too.
 func TestCompactReplySchema(t *testing.T) {
 	specs := DefaultRegistry().offered("", nil, nil, false)
 	sch := replySchema(specs, 5, ReplyFull, true, ActionSchemaCompact)
@@ -178,6 +179,9 @@ func TestCompactReplySchema(t *testing.T) {
 	}
 	for _, bad := range []string{
 		`{"thinking":"t","evaluation_previous_goal":"e","memory":"m","next_goal":"n","action":[{"go_back":"now"}]}`,
+		`{"thinking":"t","evaluation_previous_goal":"e","memory":"m","next_goal":"n","action":[{"go_back":{},"click":{"index":1}}]}`,
+		`{"thinking":"t","evaluation_previous_goal":"e","memory":"m","next_goal":"n","action":[{}]}`,
+		`{"thinking":"t","evaluation_previous_goal":"e","memory":"m","next_goal":"n","action":[]}`,
 	} {
 		if err := ValidateJSON(sch.JSON, json.RawMessage(bad)); err == nil {
 			t.Errorf("fits the compact schema: %s", bad)
