@@ -10,6 +10,7 @@ import (
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
+	"go.uber.org/zap"
 )
 
 // RenderPrompt returns the prompt the model would get on the first model
@@ -76,19 +77,12 @@ func ScreenshotOptions(set Settings, model string) (events.ImageOptions, error) 
 	return a.screenshotOptions(), nil
 }
 
-// ScreenshotWanted reports whether the first step of a run on the
-// observation st carries a screenshot under set.Vision: always with
-// VisionOn (the default), never with VisionOff, and with VisionAuto when
-// the page is one its text cannot show (VisionAutoMediaCoverage,
-// VisionAutoMaxElements), as the loop decides.
-func ScreenshotWanted(set Settings, st *events.BrowserState) bool {
-	switch set.Vision {
-	case VisionOff:
-		return false
-	case VisionAuto:
-		return textIsNotEnough(st)
-	}
-	return true
+// AutoScreenshot completes the observation st as the loop does under
+// VisionAuto: on a page its text cannot show, with no screenshot yet, it
+// takes one with opts (ScreenshotOptions) on b, or adds the hint the model
+// reads when that fails. With any other Vision it does nothing.
+func AutoScreenshot(ctx context.Context, b *bus.Bus, set Settings, opts events.ImageOptions, st *events.BrowserState) {
+	addAutoScreenshot(ctx, b, set.Vision, opts, st, zap.NewNop())
 }
 
 // nameOnly is a model that only has a name: what the screenshot options

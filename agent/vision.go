@@ -247,7 +247,12 @@ const noScreenshotHint = "No screenshot this step: "
 // capture that succeeds after the state's failed takes the state's hint
 // away.
 func (a *Agent) autoScreenshot(ctx context.Context, st *events.BrowserState) {
-	if a.set.Vision != VisionAuto || len(st.Screenshot) > 0 || !textIsNotEnough(st) {
+	addAutoScreenshot(ctx, a.browser.Bus(), a.set.Vision, a.screenshotOptions(), st, a.log)
+}
+
+// addAutoScreenshot is autoScreenshot's work, shared with AutoScreenshot.
+func addAutoScreenshot(ctx context.Context, b *bus.Bus, vision Vision, opts events.ImageOptions, st *events.BrowserState, log *zap.Logger) {
+	if vision != VisionAuto || len(st.Screenshot) > 0 || !textIsNotEnough(st) {
 		return
 	}
 	prior := -1
@@ -256,9 +261,9 @@ func (a *Agent) autoScreenshot(ctx context.Context, st *events.BrowserState) {
 			prior = i
 		}
 	}
-	res, err := bus.Call(ctx, a.browser.Bus(), events.Screenshot, events.ScreenshotEvent{TargetID: st.FocusedTarget, ImageOptions: a.screenshotOptions()})
+	res, err := bus.Call(ctx, b, events.Screenshot, events.ScreenshotEvent{TargetID: st.FocusedTarget, ImageOptions: opts})
 	if err != nil || len(res.Data) == 0 {
-		a.log.Debug("agent: screenshot of a canvas page", zap.Error(err))
+		log.Debug("agent: screenshot of a canvas page", zap.Error(err))
 		if prior < 0 {
 			if err == nil {
 				err = errors.New("the browser returned no image")

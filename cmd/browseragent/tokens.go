@@ -101,14 +101,7 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return err
 	}
-	if len(st.Screenshot) == 0 && set.Vision == agent.VisionAuto && agent.ScreenshotWanted(set, &st) {
-		res, err := bus.Call(ctx, s.Bus(), events.Screenshot, events.ScreenshotEvent{TargetID: st.FocusedTarget, ImageOptions: shot})
-		if err != nil {
-			return err
-		}
-		st.Screenshot, st.ScreenshotType, st.ScreenshotScale = res.Data, res.MediaType, res.Scale
-		st.ScreenshotWidth, st.ScreenshotHeight = res.Width, res.Height
-	}
+	agent.AutoScreenshot(ctx, s.Bus(), set, shot, &st)
 	p, err := agent.RenderPrompt(set, fs.Arg(0), &st)
 	if err != nil {
 		return err
