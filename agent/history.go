@@ -26,6 +26,48 @@ type ActionRecord struct {
 	Duration time.Duration  `json:"duration_ns"`
 	// Denied reports that the Approver refused the action: it did not run.
 	Denied bool `json:"denied,omitempty"`
+	// Requests are the network requests the action caused (its outcome's),
+	// for the report and the done check.
+	Requests []events.Request `json:"requests,omitempty"`
+	// Mark is where the action landed on the page, in the viewport's CSS
+	// pixels: the element's box and the point clicked. Nil for actions
+	// that target no element or point.
+	Mark *ActionMark `json:"mark,omitempty"`
+}
+
+// ActionMark is where an action landed, in viewport CSS pixels of the
+// page the step observed (StateRecord.Viewport gives the scale).
+type ActionMark struct {
+	// Box is the element's border box (x, y, width, height); nil when the
+	// action named a point, not an element.
+	Box *[4]float64 `json:"box,omitempty"`
+	// Point is the point clicked or hovered; nil for actions that do not
+	// use the mouse (typing, select).
+	Point *[2]float64 `json:"point,omitempty"`
+}
+
+// Viewport is the visible area's size in CSS pixels.
+type Viewport struct {
+	Width  float64 `json:"width"`
+	Height float64 `json:"height"`
+}
+
+// Handoff records one hand-off of the browser to a person: who asked and
+// why, how long it took, what the person said and what changed. What the
+// person typed is never recorded.
+type Handoff struct {
+	By        string        `json:"by"`
+	Reason    string        `json:"reason"`
+	Via       string        `json:"via,omitempty"`
+	Note      string        `json:"note,omitempty"`
+	Declined  bool          `json:"declined,omitempty"`
+	Error     string        `json:"error,omitempty"`
+	Duration  time.Duration `json:"duration_ns"`
+	URLBefore string        `json:"url_before,omitempty"`
+	URLAfter  string        `json:"url_after,omitempty"`
+	// Changed reports that the page's fingerprint differs after the
+	// hand-off.
+	Changed bool `json:"changed,omitempty"`
 }
 
 // Text words the record as its caller reads it (a tool result): the
@@ -57,6 +99,13 @@ type StateRecord struct {
 	// Blocked are the requests the URL policy refused since the previous
 	// observation, by host, as the model was told.
 	Blocked []events.BlockedRequests `json:"blocked,omitempty"`
+	// Viewport is the observed viewport in CSS pixels (for placing marks
+	// on the screenshot); nil when unknown.
+	Viewport *Viewport `json:"viewport,omitempty"`
+	// AfterScreenshotPath is a screenshot taken after the step's actions
+	// changed the page, when the next observation does not show it (the
+	// last step); "" otherwise.
+	AfterScreenshotPath string `json:"after_screenshot_path,omitempty"`
 }
 
 // HistoryItem is one step of a run.
@@ -85,6 +134,12 @@ type HistoryItem struct {
 	StartedAt time.Time     `json:"started_at"`
 	EndedAt   time.Time     `json:"ended_at"`
 	ModelTime time.Duration `json:"model_time_ns,omitempty"`
+	// ObserveTime and ActionsTime are how long the step's observation and
+	// its actions took (with ModelTime, the step's timeline).
+	ObserveTime time.Duration `json:"observe_time_ns,omitempty"`
+	ActionsTime time.Duration `json:"actions_time_ns,omitempty"`
+	// Handoffs are the step's hand-offs to a person, in order.
+	Handoffs []Handoff `json:"handoffs,omitempty"`
 	// Failed reports whether the step counted as a failure.
 	Failed bool `json:"failed,omitempty"`
 }

@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ElementRef is the address of a DOM node: the node, the target (tab or
@@ -57,7 +58,41 @@ type ActionOutcome struct {
 	Detail   string   // human-readable detail for the model ("opened tab X", "value rejected")
 	NewTabs  []string // target ids of tabs opened by the action
 	Download string   // download guid, when Verdict is download
+	// Requests are the network requests the action caused, in the order
+	// they were sent, until the page settled (method, URL, type, status;
+	// never headers or bodies). Nil when none was sent.
+	Requests []Request
 }
+
+// Request is one network request an action caused, as its outcome lists
+// it. It holds no headers and no bodies.
+type Request struct {
+	Method string `json:"method"`
+	URL    string `json:"url"`
+	// Type is Chrome's resource type: Document, XHR, Fetch, Script, ...
+	Type string `json:"type,omitempty"`
+	// Status is the HTTP status of the response; 0 when none came.
+	Status int `json:"status,omitempty"`
+	// Error is the network error (net::ERR_..., "blocked by policy") when
+	// the request failed without a response.
+	Error string `json:"error,omitempty"`
+	// Pending reports that no answer had come when the page settled.
+	Pending bool `json:"pending,omitempty"`
+}
+
+// Write reports whether r asks the server to change something: any method
+// but GET, HEAD and OPTIONS.
+func (r Request) Write() bool {
+	switch strings.ToUpper(r.Method) {
+	case "GET", "HEAD", "OPTIONS", "":
+		return false
+	}
+	return true
+}
+
+// Failed reports whether r got an error status (4xx, 5xx) or no response
+// because of a network error.
+func (r Request) Failed() bool { return r.Status >= 400 || r.Error != "" }
 
 // Summary implements bus.Summarizer.
 func (o ActionOutcome) Summary() string {
