@@ -140,7 +140,16 @@ func (a *Agent) act(ctx context.Context, spec ActionSpec, c ActionCall, st *even
 	if res.Outcome != nil {
 		rec.Verdict = res.Outcome.Verdict
 		res.Outcome.Detail = a.secrets.scrub(res.Outcome.Detail)
+		// The record keeps the requests once, scrubbed (a URL may carry
+		// a typed secret in its query).
+		for _, r := range res.Outcome.Requests {
+			r.URL = a.secrets.scrub(r.URL)
+			r.Error = a.secrets.scrub(r.Error)
+			rec.Requests = append(rec.Requests, r)
+		}
+		res.Outcome.Requests = nil
 	}
+	rec.Mark, res.Mark = res.Mark, nil
 	rec.Result = res
 	if err != nil {
 		rec.Error = a.secrets.scrub(errText(err))

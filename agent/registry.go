@@ -60,6 +60,9 @@ type ActionResult struct {
 	WantScreenshot bool `json:"want_screenshot,omitempty"`
 	// Files are paths the action produced (screenshots, files written).
 	Files []string `json:"files,omitempty"`
+	// Mark is where the action landed (element box, point clicked), for
+	// the report; the agent moves it to ActionRecord.Mark.
+	Mark *ActionMark `json:"-"`
 	// Usage is the tokens of the model calls the action made (extract
 	// reports its ExtractModel call). The agent counts the calls of its own
 	// models (ActionContext.ExtractModel) itself; what Usage reports beyond
