@@ -497,7 +497,9 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 
 	shot := a.set.Vision == VisionOn || (a.set.Vision == VisionAuto && a.wantShot)
 	a.wantShot = false
+	observeStart := time.Now()
 	st, err := bus.Call(sctx, a.browser.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: shot, Screenshot: a.screenshotOptions()})
+	item.ObserveTime = time.Since(observeStart)
 	if err != nil {
 		item.Error = a.secrets.scrub(fmt.Sprintf("could not observe the page: %v", err))
 		a.finishTimeout(ctx, sctx, &item, nil)
@@ -559,7 +561,9 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 			item.Notes = append(item.Notes, fmt.Sprintf("You sent more than %d actions; these were dropped without running: %s.", a.set.MaxActionsPerStep, strings.Join(out.Dropped, ", ")))
 		}
 		a.loop.record(out.Action)
+		actStart := time.Now()
 		a.multiAct(sctx, &st, out.Action, &item, n)
+		item.ActionsTime = time.Since(actStart)
 	}
 	var calls []ActionCall
 	if out != nil {
