@@ -126,7 +126,8 @@ func StepRecord(dir string, it agent.HistoryItem) Step {
 		st.Blocked = append(st.Blocked, Blocked{Host: b.Host, Count: b.Count, Types: b.Types})
 	}
 	for _, ar := range it.Actions {
-		ta := Action{Name: ar.Name, Params: ar.Params, Verdict: string(ar.Verdict), Detail: ar.Result.Text, Error: ar.Error}
+		ta := Action{Name: ar.Name, Params: ar.Params, Verdict: string(ar.Verdict), Detail: ar.Result.Text, Error: ar.Error,
+			Requests: ar.Requests, Mark: ar.Mark}
 		if oc := ar.Result.Outcome; oc != nil {
 			ta.Before, _ = json.Marshal(oc.Before)
 			ta.After, _ = json.Marshal(oc.After)
@@ -136,14 +137,30 @@ func StepRecord(dir string, it agent.HistoryItem) Step {
 		}
 		st.Actions = append(st.Actions, ta)
 	}
-	if p := it.State.ScreenshotPath; p != "" {
-		if b, err := os.ReadFile(p); err == nil {
-			sum := sha256.Sum256(b)
-			st.ScreenshotSHA256 = hex.EncodeToString(sum[:])
-			if rel, err := filepath.Rel(dir, p); err == nil {
-				st.Screenshot = rel
-			}
-		}
-	}
+	st.Screenshot, st.ScreenshotSHA256 = shotRef(dir, it.State.ScreenshotPath)
+	st.AfterScreenshot, st.AfterScreenshotSHA256 = shotRef(dir, it.State.AfterScreenshotPath)
+	st.ObserveMS, st.ModelMS, st.ActionsMS = ms(it.ObserveTime), ms(it.ModelTime), ms(it.ActionsTime)
+	st.Viewport = it.State.Viewport
+	st.Handoffs = it.Handoffs
 	return st
+}
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// shotRef is a screenshot's path relative to dir and its SHA-256; empty
+// when p is "" or unreadable.
+func shotRef(dir, p string) (rel, sum string) {
+	if p == "" {
+		return "", ""
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", ""
+	}
+	h := sha256.Sum256(b)
+	if rel, err = filepath.Rel(dir, p); err != nil {
+		return "", ""
+	}
+	return rel, hex.EncodeToString(h[:])
 }

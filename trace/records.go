@@ -3,7 +3,9 @@ package trace
 import (
 	"encoding/json"
 
+	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm/pricing"
+	"github.com/browseragent/browseragent/events"
 )
 
 // Tokens are a step's, a call's or a run's token counts by kind, as the
@@ -47,6 +49,21 @@ type Step struct {
 	// call (or the failed attempt): what the model saw instead of the
 	// steps it covers.
 	Compaction *Compaction `json:"compaction,omitempty"`
+	// ObserveMS, ModelMS and ActionsMS are the step's timeline: how long
+	// its observation, its model call(s) and its actions took.
+	ObserveMS float64 `json:"observe_ms,omitempty"`
+	ModelMS   float64 `json:"model_ms,omitempty"`
+	ActionsMS float64 `json:"actions_ms,omitempty"`
+	// Viewport is the observed viewport in CSS pixels: the report places
+	// the actions' marks on the screenshot relative to it.
+	Viewport *agent.Viewport `json:"viewport,omitempty"`
+	// AfterScreenshot is the page after the step's actions, when they
+	// changed it and no later step shows it (the run's last step), with
+	// its SHA-256; a path relative to the trace's directory.
+	AfterScreenshot       string `json:"after_screenshot,omitempty"`
+	AfterScreenshotSHA256 string `json:"after_screenshot_sha256,omitempty"`
+	// Handoffs are the step's hand-offs to a person, in order.
+	Handoffs []agent.Handoff `json:"handoffs,omitempty"`
 }
 
 // PlanItem is one item of the model's plan: status done, current or
@@ -84,6 +101,11 @@ type Action struct {
 	// Before and After are the page evidence (URL, fingerprint, focus).
 	Before json.RawMessage `json:"before,omitempty"`
 	After  json.RawMessage `json:"after,omitempty"`
+	// Requests are the network requests the action caused.
+	Requests []events.Request `json:"requests,omitempty"`
+	// Mark is where the action landed (element box, point), in the
+	// viewport's CSS pixels of the step's observation.
+	Mark *agent.ActionMark `json:"mark,omitempty"`
 }
 
 // Model is the data of a TypeModel record: one model call.
