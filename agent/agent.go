@@ -127,6 +127,15 @@ type Agent struct {
 	started   bool
 	plan      []PlanItem
 	compact   compactState
+	// runCtx is the Run's context: a hand-off to a person is bounded by
+	// it and HumanTimeout, not by the step's deadline.
+	runCtx context.Context
+	// handoffs are the step's hand-offs so far; handoffFrom is when its
+	// first began (the step's deadline passing after it is not the step's
+	// fault); asked maps a policy and page to the step that handed it off.
+	handoffs    []Handoff
+	handoffFrom time.Time
+	asked       map[string]int
 }
 
 // New returns an agent for task, driving model over b (a *session.Session,
@@ -166,6 +175,9 @@ func newAgent(task string, model llm.Model, b Browser, set Settings) (*Agent, er
 	}
 	if set.Vision != VisionAuto {
 		a.exclude["screenshot"] = true
+	}
+	if set.Human == nil {
+		a.exclude["request_human"] = true // nobody to hand the browser to
 	}
 	a.setModel(model)
 	if len(set.OutputSchema) > 0 {
@@ -283,6 +295,8 @@ func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
 
 	res := &Result{}
 	a.meter.startRun()
+	a.runCtx = ctx
+	defer func() { a.runCtx = nil }()
 	for _, o := range a.set.Observers {
 		o.RunStarted(ctx, RunInfo{Task: a.tasks[0], Tasks: append([]string(nil), a.tasks...), Model: a.model.Name(), Started: a.set.Now()})
 	}
@@ -492,36 +506,63 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 	a.nextStep++
 	a.stepStarted(ctx, n)
 	item := HistoryItem{Step: n, StartedAt: a.set.Now()}
+	stepStart := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, a.set.StepTimeout)
 	defer cancel()
 
-	shot := a.set.Vision == VisionOn || (a.set.Vision == VisionAuto && a.wantShot)
-	a.wantShot = false
-	observeStart := time.Now()
-	st, err := bus.Call(sctx, a.browser.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: shot, Screenshot: a.screenshotOptions()})
-	item.ObserveTime = time.Since(observeStart)
-	if err != nil {
-		item.Error = a.secrets.scrub(fmt.Sprintf("could not observe the page: %v", err))
-		a.finishTimeout(ctx, sctx, &item, nil)
-		a.finish(ctx, &item)
-		return item, nil
-	}
-	item.State = StateRecord{URL: st.URL, Title: st.Title, Tabs: st.Tabs, Fingerprint: st.Fingerprint, DOMError: st.Error, Blocked: st.Blocked}
-	if st.Error != "" && !a.connected(ctx) {
-		// The observation failed because the browser went away under it:
-		// no model call on a page nobody can see; the next step waits for
-		// the browser (or ends the run).
-		item.Error = a.secrets.scrub("the connection to the browser was lost during the observation: " + st.Error)
-		a.finish(ctx, &item)
-		return item, nil
-	}
-	a.autoScreenshot(sctx, &st)
-	if len(st.Screenshot) > 0 {
-		dir := filepath.Join(a.runDir, "screenshots")
-		p := filepath.Join(dir, fmt.Sprintf("step_%d%s", n, screenshotExt(&st)))
-		if os.MkdirAll(dir, 0o755) == nil && os.WriteFile(p, st.Screenshot, 0o644) == nil {
-			item.State.ScreenshotPath = p
+	var (
+		st          events.BrowserState
+		handoffNote string
+	)
+	for observed := 0; ; observed++ {
+		shot := a.set.Vision == VisionOn || (a.set.Vision == VisionAuto && a.wantShot)
+		a.wantShot = false
+		observeStart := time.Now()
+		var err error
+		st, err = bus.Call(sctx, a.browser.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: shot, Screenshot: a.screenshotOptions()})
+		item.ObserveTime += time.Since(observeStart)
+		if err != nil {
+			item.Error = a.secrets.scrub(fmt.Sprintf("could not observe the page: %v", err))
+			a.finishTimeout(ctx, sctx, &item, nil)
+			a.finish(ctx, &item)
+			return item, nil
 		}
+		item.State = StateRecord{URL: st.URL, Title: st.Title, Tabs: st.Tabs, Fingerprint: st.Fingerprint, DOMError: st.Error, Blocked: st.Blocked}
+		item.State.Viewport = viewportOf(&st) // places the report's marks
+		if st.Error != "" && !a.connected(ctx) {
+			// The observation failed because the browser went away under it:
+			// no model call on a page nobody can see; the next step waits for
+			// the browser (or ends the run).
+			item.Error = a.secrets.scrub("the connection to the browser was lost during the observation: " + st.Error)
+			a.finish(ctx, &item)
+			return item, nil
+		}
+		a.autoScreenshot(sctx, &st)
+		if len(st.Screenshot) > 0 {
+			dir := filepath.Join(a.runDir, "screenshots")
+			p := filepath.Join(dir, fmt.Sprintf("step_%d%s", n, screenshotExt(&st)))
+			if os.MkdirAll(dir, 0o755) == nil && os.WriteFile(p, st.Screenshot, 0o644) == nil {
+				item.State.ScreenshotPath = p
+			}
+		}
+		// A hand-off policy may give the page to a person first; the model
+		// then sees the page as they left it, and a note.
+		used := time.Since(stepStart)
+		note, handed := a.policyHandoff(sctx, &st, observed > 0)
+		handoffNote = strings.TrimSpace(handoffNote + " " + note)
+		if !handed {
+			break
+		}
+		if ctx.Err() != nil {
+			a.finish(ctx, &item)
+			return item, nil
+		}
+		// The person's time is not the step's: its clock resumes where
+		// the hand-off stopped it.
+		cancel()
+		rctx, rcancel := context.WithTimeout(ctx, max(a.set.StepTimeout-used, 0))
+		defer rcancel() // at most one hand-off per step observation
+		sctx = rctx
 	}
 	a.loop.recordPage(st.URL, st.Fingerprint, st.DOMText)
 
@@ -541,6 +582,10 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 	}
 	if m := a.loop.nudge(); m != "" {
 		nudges = append(nudges, m)
+	}
+	if handoffNote != "" {
+		nudges = append(nudges, handoffNote)
+		item.Notes = append(item.Notes, handoffNote)
 	}
 	a.compactHistory(sctx, &item)
 	prompt := a.stepPrompt(&st, n, i, offered, nudges)
@@ -572,6 +617,8 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 	if len(a.plan) > 0 && a.set.planning() {
 		item.Plan = append([]PlanItem(nil), a.plan...)
 	}
+	// The run's last step: no later observation shows what its actions did.
+	a.afterShot(ctx, &item, lastStep || ctx.Err() != nil)
 	a.finishTimeout(ctx, sctx, &item, calls)
 	a.finish(ctx, &item)
 	if fin != nil {
@@ -591,6 +638,9 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 func (a *Agent) finishTimeout(ctx, sctx context.Context, item *HistoryItem, calls []ActionCall) {
 	if ctx.Err() != nil || !errors.Is(sctx.Err(), context.DeadlineExceeded) {
 		return
+	}
+	if dl, ok := sctx.Deadline(); ok && !a.handoffFrom.IsZero() && !dl.Before(a.handoffFrom) {
+		return // it passed while a person had the browser (request_human ends the batch)
 	}
 	var ran, notRun []string
 	for i, c := range calls {
@@ -628,6 +678,8 @@ func (a *Agent) finishTimeout(ctx, sctx context.Context, item *HistoryItem, call
 func (a *Agent) finish(ctx context.Context, item *HistoryItem) {
 	item.EndedAt = a.set.Now()
 	item.Usage, item.Cost = a.meter.takeStep()
+	item.Handoffs = append(item.Handoffs, a.handoffs...)
+	a.handoffs = nil
 	a.secrets.scrubItem(item)
 	item.Failed = item.Error != "" || (len(item.Actions) > 0 && item.Actions[0].Error != "")
 	if item.Failed {
@@ -649,6 +701,7 @@ func (a *Agent) finish(ctx context.Context, item *HistoryItem) {
 // stepStarted tells the observers and OnStepStart that step n begins.
 func (a *Agent) stepStarted(ctx context.Context, n int) {
 	a.curStep = n
+	a.handoffs, a.handoffFrom = nil, time.Time{}
 	a.meter.startStep()
 	for _, o := range a.set.Observers {
 		o.StepStarted(ctx, n)

@@ -116,7 +116,9 @@ type (
 // close_tab, extract, scroll, send_keys, find_text, dropdown_options,
 // select_dropdown, hover, evaluate, screenshot (offered in vision "auto"
 // only), search_page, find_elements, save_as_pdf, write_file, read_file,
-// replace_file, done.
+// replace_file, request_human (offered only when Settings.Human is set;
+// risk class read, since the action itself does nothing to the page; it
+// ends the batch), done.
 func DefaultRegistry() *Registry {
 	r := NewRegistry()
 	must := func(err error) {
@@ -156,7 +158,9 @@ func DefaultRegistry() *Registry {
 	}, WithRisk(RiskRead)))
 	must(Register(r, "click", "", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.ClickElement, events.ClickElementEvent{Target: events.Target{Index: p.Index}})
-		return outcomeResult(fmt.Sprintf("Clicked element %d", p.Index), res.Outcome), err
+		r := outcomeResult(fmt.Sprintf("Clicked element %d", p.Index), res.Outcome)
+		r.Mark = ac.mark(p.Index, clickPoint(res))
+		return r, err
 	}, WithRisk(RiskSubmit), TargetsElement()))
 	must(Register(r, "input", "Type (clears first; index 0: the focused element).", func(ctx context.Context, ac *ActionContext, p InputParams) (ActionResult, error) {
 		text, key, err := ac.agent.secrets.resolve(p.Text, ac.currentURL())
@@ -170,6 +174,7 @@ func DefaultRegistry() *Registry {
 			what = fmt.Sprintf("Typed the secret %s into element %d", key, p.Index)
 		}
 		r := outcomeResult(what, res.Outcome)
+		r.Mark = ac.mark(p.Index, nil)
 		if err == nil && key == "" && res.ActualValue != "" && res.ActualValue != text {
 			r.Text += fmt.Sprintf(" The field now holds %q (the page changed the value).", shorten(res.ActualValue, 200))
 		}
@@ -229,7 +234,9 @@ func DefaultRegistry() *Registry {
 		if idx > 0 {
 			what += fmt.Sprintf(" in element %d", idx)
 		}
-		return outcomeResult(what, res.Outcome), err
+		r := outcomeResult(what, res.Outcome)
+		r.Mark = ac.mark(idx, nil)
+		return r, err
 	}, WithRisk(RiskRead), TargetsElement()))
 	must(Register(r, "send_keys", "e.g. Enter, Escape, Control+a.", func(ctx context.Context, ac *ActionContext, p KeysParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.SendKeys, events.SendKeysEvent{Keys: p.Keys})
@@ -256,11 +263,19 @@ func DefaultRegistry() *Registry {
 	}, WithRisk(RiskRead), TargetsElement()))
 	must(Register(r, "select_dropdown", "By the option's text; clear: unselect the others.", func(ctx context.Context, ac *ActionContext, p SelectParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.SelectDropdownOption, events.SelectDropdownOptionEvent{Target: events.Target{Index: p.Index}, Text: p.Text, Clear: p.Clear})
-		return outcomeResult(fmt.Sprintf("Selected %q in element %d", res.Selected.Text, p.Index), res.Outcome), err
+		r := outcomeResult(fmt.Sprintf("Selected %q in element %d", res.Selected.Text, p.Index), res.Outcome)
+		r.Mark = ac.mark(p.Index, nil)
+		return r, err
 	}, WithRisk(RiskInput), TargetsElement()))
 	must(Register(r, "hover", "For menus that open on hover.", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.Hover, events.HoverEvent{Target: events.Target{Index: p.Index}})
-		return outcomeResult(fmt.Sprintf("Hovered element %d", p.Index), res.Outcome), err
+		r := outcomeResult(fmt.Sprintf("Hovered element %d", p.Index), res.Outcome)
+		var pt *[2]float64
+		if err == nil {
+			pt = &[2]float64{res.X, res.Y}
+		}
+		r.Mark = ac.mark(p.Index, pt)
+		return r, err
 	}, WithRisk(RiskRead), TargetsElement()))
 	must(Register(r, "evaluate", "A JavaScript expression's JSON value. Last resort.", func(ctx context.Context, ac *ActionContext, p EvaluateParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.Evaluate, events.EvaluateEvent{Code: p.Code, MaxResultBytes: DefaultEvaluateResultCap})
@@ -328,6 +343,7 @@ func DefaultRegistry() *Registry {
 		}
 		return ActionResult{Text: fmt.Sprintf("Replaced %d occurrence(s) in %s.", n, p.FileName)}, nil
 	}, WithRisk(RiskInput)))
+	must(Register(r, "request_human", "Hand the browser to a person for what only they can do (a CAPTCHA, a 2FA code, a login with their own credentials); reason tells them what to do. The run waits until they hand it back.", humanHandoff, WithRisk(RiskRead), Terminating()))
 	must(Register(r, "done", "", func(_ context.Context, _ *ActionContext, p DoneParams) (ActionResult, error) {
 		return ActionResult{Done: true, Success: p.Success, Text: p.Text}, nil
 	}, WithRisk(RiskRead)))

@@ -47,7 +47,9 @@ func coordinateClick(ctx context.Context, ac *ActionContext, p ClickParams) (Act
 		return ActionResult{}, fmt.Errorf("%w: click takes an index or coordinates, not both", ErrBadParams)
 	case p.Index != nil:
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.ClickElement, events.ClickElementEvent{Target: events.Target{Index: *p.Index}})
-		return outcomeResult(fmt.Sprintf("Clicked element %d", *p.Index), res.Outcome), err
+		r := outcomeResult(fmt.Sprintf("Clicked element %d", *p.Index), res.Outcome)
+		r.Mark = ac.mark(*p.Index, clickPoint(res))
+		return r, err
 	case p.CoordinateX == nil || p.CoordinateY == nil:
 		return ActionResult{}, fmt.Errorf("%w: click needs an index, or both coordinate_x and coordinate_y", ErrBadParams)
 	}
@@ -56,7 +58,10 @@ func coordinateClick(ctx context.Context, ac *ActionContext, p ClickParams) (Act
 		x, y = x*scale, y*scale
 	}
 	res, err := bus.Call(ctx, ac.Browser.Bus(), events.ClickCoordinate, events.ClickCoordinateEvent{X: x, Y: y})
-	return outcomeResult(fmt.Sprintf("Clicked at (%.0f, %.0f)", *p.CoordinateX, *p.CoordinateY), res.Outcome), err
+	r := outcomeResult(fmt.Sprintf("Clicked at (%.0f, %.0f)", *p.CoordinateX, *p.CoordinateY), res.Outcome)
+	// The point in CSS pixels, as the page got it (not the screenshot's).
+	r.Mark = &ActionMark{Point: &[2]float64{x, y}}
+	return r, err
 }
 
 // screenshotScale is CSS pixels per screenshot pixel for the observation's

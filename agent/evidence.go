@@ -1,0 +1,110 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/events"
+)
+
+// AfterScreenshotTimeout bounds the screenshot taken after the last step's
+// actions (StateRecord.AfterScreenshotPath): evidence for the report, not
+// worth holding up the end of a run for.
+const AfterScreenshotTimeout = 5 * time.Second
+
+// mark is where an action on element index of the step's observation
+// landed, for the report: the element's box from the observation's
+// selector map (the screenshot the step took shows the page then) and
+// point, the mouse's position when the action used the mouse. It is nil
+// when neither is known (index 0, an element without bounds, no point).
+//
+// The point is where the watchdog aimed after scrolling the element into
+// view; for an element that was off-screen in the observation it is not
+// inside the box.
+func (ac *ActionContext) mark(index int, point *[2]float64) *ActionMark {
+	m := &ActionMark{Point: point}
+	if st := ac.BrowserState; st != nil && index > 0 {
+		if el, ok := st.Elements[index]; ok && el.Bounds != nil {
+			b := el.Bounds
+			m.Box = &[4]float64{b.X, b.Y, b.Width, b.Height}
+		}
+	}
+	if m.Box == nil && m.Point == nil {
+		return nil
+	}
+	return m
+}
+
+// clickPoint is the point a click result reports, nil when the click did
+// not get as far as aiming (no method recorded).
+func clickPoint(r events.ClickResult) *[2]float64 {
+	if r.Method == "" {
+		return nil
+	}
+	return &[2]float64{r.X, r.Y}
+}
+
+// viewportOf is the observation's viewport in CSS pixels, nil when the
+// observation did not measure it.
+func viewportOf(st *events.BrowserState) *Viewport {
+	if st.Page.ViewportWidth <= 0 || st.Page.ViewportHeight <= 0 {
+		return nil
+	}
+	return &Viewport{Width: float64(st.Page.ViewportWidth), Height: float64(st.Page.ViewportHeight)}
+}
+
+// changedPage reports whether an action of the step changed the page by
+// its verdict (changed, navigated, new_tab).
+func changedPage(recs []ActionRecord) bool {
+	for _, r := range recs {
+		switch r.Verdict {
+		case events.VerdictChanged, events.VerdictNavigated, events.VerdictNewTab:
+			return true
+		}
+	}
+	return false
+}
+
+// afterShot saves the page as the step's actions left it
+// (StateRecord.AfterScreenshotPath, screenshots/step_N_after.<ext>) when
+// they changed it and no later observation will show it: final is set for
+// the run's last step (its last allowed step, or the run stopped during
+// it). Vision off takes none. The capture is bounded by
+// AfterScreenshotTimeout, also runs when ctx has ended (a stopped run is
+// the case that needs it), and a failure only goes to the log.
+func (a *Agent) afterShot(ctx context.Context, item *HistoryItem, final bool) {
+	if !final || a.set.Vision == VisionOff || !changedPage(item.Actions) {
+		return
+	}
+	b := a.browser.Bus()
+	if b == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AfterScreenshotTimeout)
+	defer cancel()
+	res, err := bus.Call(cctx, b, events.Screenshot, events.ScreenshotEvent{ImageOptions: a.screenshotOptions()})
+	if err == nil && len(res.Data) == 0 {
+		err = fmt.Errorf("the browser returned no image")
+	}
+	if err != nil {
+		a.log.Debug("agent: after-action screenshot", zap.Int("step", item.Step), zap.Error(err))
+		return
+	}
+	dir := filepath.Join(a.runDir, "screenshots")
+	p := filepath.Join(dir, fmt.Sprintf("step_%d_after%s", item.Step, screenshotExt(&events.BrowserState{Screenshot: res.Data, ScreenshotType: res.MediaType})))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		a.log.Debug("agent: after-action screenshot", zap.Error(err))
+		return
+	}
+	if err := os.WriteFile(p, res.Data, 0o644); err != nil {
+		a.log.Debug("agent: after-action screenshot", zap.Error(err))
+		return
+	}
+	item.State.AfterScreenshotPath = p
+}
