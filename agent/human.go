@@ -3,7 +3,14 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
+	"strings"
 	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/browseragent/browseragent/events"
 )
 
 // HumanHandler hands the browser to a person and waits for them. The
@@ -65,3 +72,303 @@ var ErrNoHuman = errors.New("agent: no person is available to hand the browser t
 // ErrHumanTimeout is wrapped when the person did not finish within
 // Settings.HumanTimeout.
 var ErrHumanTimeout = errors.New("agent: the person did not finish in time")
+
+// DefaultHumanTimeout is Settings.HumanTimeout's default.
+const DefaultHumanTimeout = 10 * time.Minute
+
+// HandoffPolicy decides, on each step's fresh observation, whether the page
+// needs a person before the model sees it (a CAPTCHA, a login wall). The
+// agent asks every policy in Settings.HandoffPolicies in order after the
+// observation and before the model call; the first reason wins.
+type HandoffPolicy interface {
+	// Name is the policy's short name: the hand-off's By is
+	// "policy:"+Name.
+	Name() string
+	// Check returns why a person is needed on this page, or "". It must
+	// be quick and must not keep st.
+	Check(st *events.BrowserState) string
+}
+
+// CaptchaWidget recognises one kind of CAPTCHA by the URL of the frame it
+// is drawn in.
+type CaptchaWidget struct {
+	// Name is how the model and the person are told ("reCAPTCHA").
+	Name string
+	// Hosts are the hosts serving the widget's frame: an exact host, or
+	// ".example.com" for it and every subdomain.
+	Hosts []string
+	// Paths are path prefixes of the widget's frame URL.
+	Paths []string
+}
+
+// DefaultCaptchaWidgets returns the widgets CaptchaPolicy knows by default:
+// reCAPTCHA (v2 checkbox and challenge, enterprise), hCaptcha and
+// Cloudflare Turnstile / the Cloudflare challenge.
+func DefaultCaptchaWidgets() []CaptchaWidget {
+	return []CaptchaWidget{
+		{Name: "reCAPTCHA", Hosts: []string{".google.com", ".recaptcha.net"}, Paths: []string{"/recaptcha/api2/anchor", "/recaptcha/api2/bframe", "/recaptcha/enterprise/anchor", "/recaptcha/enterprise/bframe"}},
+		{Name: "hCaptcha", Hosts: []string{".hcaptcha.com"}, Paths: []string{"/captcha/"}},
+		{Name: "Cloudflare Turnstile", Hosts: []string{"challenges.cloudflare.com"}, Paths: []string{"/cdn-cgi/challenge-platform/", "/turnstile/"}},
+	}
+}
+
+// CaptchaPolicy hands the browser to a person when the page shows a
+// CAPTCHA: a visible frame whose URL is a known widget's (an invisible
+// reCAPTCHA, size=invisible, is left alone: nobody can solve it), or
+// Cloudflare's "Just a moment..." interstitial. It is the default hand-off
+// policy when Settings.Human is set.
+type CaptchaPolicy struct {
+	// Widgets are the widgets recognised; nil means DefaultCaptchaWidgets.
+	Widgets []CaptchaWidget
+	// AlsoHosts are hosts accepted for every widget besides its own: a
+	// proxy that re-hosts the widgets, or a test's loopback server.
+	AlsoHosts []string
+}
+
+// Name implements HandoffPolicy: "captcha".
+func (CaptchaPolicy) Name() string { return "captcha" }
+
+// Check implements HandoffPolicy.
+func (p CaptchaPolicy) Check(st *events.BrowserState) string {
+	if st == nil {
+		return ""
+	}
+	widgets := p.Widgets
+	if widgets == nil {
+		widgets = DefaultCaptchaWidgets()
+	}
+	for _, f := range st.Frames {
+		if !f.Visible {
+			continue
+		}
+		u, err := url.Parse(f.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			continue
+		}
+		if u.Query().Get("size") == "invisible" {
+			continue
+		}
+		host := strings.ToLower(u.Hostname())
+		for _, w := range widgets {
+			if !hostIn(host, w.Hosts) && !hostIn(host, p.AlsoHosts) {
+				continue
+			}
+			for _, pre := range w.Paths {
+				if strings.HasPrefix(u.Path, pre) {
+					return fmt.Sprintf("the page shows a %s challenge", w.Name)
+				}
+			}
+		}
+	}
+	if strings.TrimSpace(st.Title) == "Just a moment..." && strings.Contains(st.DOMText, "Verify you are human") {
+		return "the page shows Cloudflare's human check"
+	}
+	return ""
+}
+
+func hostIn(host string, hosts []string) bool {
+	for _, h := range hosts {
+		h = strings.ToLower(h)
+		if strings.HasPrefix(h, ".") {
+			if host == h[1:] || strings.HasSuffix(host, h) {
+				return true
+			}
+		} else if host == h {
+			return true
+		}
+	}
+	return false
+}
+
+// HumanParams are request_human's parameters.
+type HumanParams struct {
+	Reason string `json:"reason"`
+}
+
+// humanHandoff is request_human's Run: the model asks for a person.
+func humanHandoff(ctx context.Context, ac *ActionContext, p HumanParams) (ActionResult, error) {
+	if strings.TrimSpace(p.Reason) == "" {
+		return ActionResult{}, fmt.Errorf("%w: request_human needs a reason saying what the person should do", ErrBadParams)
+	}
+	if err := ctx.Err(); err != nil {
+		return ActionResult{}, err
+	}
+	if ac.agent == nil {
+		return ActionResult{}, ErrNoHuman
+	}
+	h, err := ac.agent.handoff(ctx, "model", p.Reason, ac.BrowserState)
+	if err != nil {
+		return ActionResult{WantScreenshot: h != nil}, err
+	}
+	return ActionResult{Text: handoffText(h), WantScreenshot: true}, nil
+}
+
+// handoff hands the browser to a person and records it in the step in
+// progress. It returns the record (nil when no hand-off happened: no
+// handler) and the error the model reads: ErrNoHuman, ErrHumanTimeout
+// wrapped, or the run's cancellation.
+//
+// The person's time is not the step's: the handler's context derives from
+// the Run's, bounded by HumanTimeout alone, and the step's deadline is not
+// held against the step when it passes during the hand-off (request_human
+// ends the batch; a policy hand-off restarts the step's clock).
+func (a *Agent) handoff(stepCtx context.Context, by, reason string, st *events.BrowserState) (*Handoff, error) {
+	reason = a.secrets.scrub(strings.TrimSpace(reason))
+	h := &Handoff{By: by, Reason: reason}
+	before := a.pageNow(stepCtx, st)
+	h.URLBefore = a.secrets.scrub(before.URL)
+	if a.set.Human == nil {
+		h.Error = ErrNoHuman.Error()
+		a.recordHandoff(*h)
+		return nil, ErrNoHuman
+	}
+	parent := a.runCtx
+	if parent == nil {
+		parent = stepCtx
+	}
+	if err := parent.Err(); err != nil {
+		return nil, err
+	}
+	hctx, cancel := context.WithTimeout(parent, a.set.HumanTimeout)
+	defer cancel()
+	deadline, _ := hctx.Deadline()
+	req := HumanRequest{Reason: reason, By: by, Step: a.curStep, URL: h.URLBefore, Title: a.secrets.scrub(before.title), TabID: a.browser.FocusedTab(), Deadline: deadline}
+	start := time.Now()
+	if a.handoffFrom.IsZero() {
+		a.handoffFrom = start
+	}
+	a.log.Info("agent: handing the browser to a person", zap.Int("step", a.curStep), zap.String("by", by))
+	resp, err := a.set.Human.Handoff(hctx, req)
+	h.Duration = time.Since(start)
+	h.Via = resp.Via
+	h.Note = a.secrets.scrub(strings.TrimSpace(resp.Note))
+	h.Declined = resp.Declined && err == nil
+	switch {
+	case err == nil:
+	case parent.Err() != nil:
+		err = fmt.Errorf("the run was stopped during the hand-off: %w", parent.Err())
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(hctx.Err(), context.DeadlineExceeded):
+		err = fmt.Errorf("%w: no answer within %s", ErrHumanTimeout, a.set.HumanTimeout)
+	default:
+		err = fmt.Errorf("the hand-off to a person failed: %w", err)
+	}
+	if err != nil {
+		h.Error = a.secrets.scrub(err.Error())
+	}
+	// What the page is now, read on a context of its own: the step's may
+	// have passed while the person worked.
+	actx, acancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
+	after := a.pageNow(actx, nil)
+	acancel()
+	h.URLAfter = a.secrets.scrub(after.URL)
+	h.Changed = before.fp != "" && after.fp != "" && before.fp != after.fp
+	a.wantShot = true
+	a.recordHandoff(*h)
+	a.log.Info("agent: the person handed the browser back", zap.Int("step", a.curStep), zap.Duration("took", h.Duration), zap.Bool("declined", h.Declined), zap.Bool("changed", h.Changed), zap.Bool("error", err != nil))
+	return h, err
+}
+
+// page is where the focused tab is and its fingerprint.
+type page struct{ URL, title, fp string }
+
+// pageNow reads the focused page's URL, title and fingerprint (st, when
+// given, supplies what the fingerprint cannot).
+func (a *Agent) pageNow(ctx context.Context, st *events.BrowserState) page {
+	var p page
+	if st != nil {
+		p = page{URL: st.URL, title: st.Title, fp: st.Fingerprint}
+	}
+	tab := a.browser.FocusedTab()
+	for _, t := range a.browser.Tabs() {
+		if t.TargetID == tab {
+			p.URL, p.title = t.URL, t.Title
+		}
+	}
+	if fp, err := a.browser.Fingerprint(ctx, ""); err == nil {
+		p.fp = fp.String()
+		if fp.URL != "" {
+			p.URL = fp.URL
+		}
+	}
+	return p
+}
+
+// recordHandoff adds h to the step in progress.
+func (a *Agent) recordHandoff(h Handoff) {
+	a.handoffs = append(a.handoffs, h)
+}
+
+// handoffText words a finished hand-off for the model.
+func handoffText(h *Handoff) string {
+	var b strings.Builder
+	if h.Declined {
+		fmt.Fprintf(&b, "The person declined to take over (%s)", h.Reason)
+	} else {
+		fmt.Fprintf(&b, "A person took over the browser (%s) and handed it back after %s", h.Reason, h.Duration.Round(time.Second))
+	}
+	if h.Note != "" {
+		fmt.Fprintf(&b, "; their note: %q", h.Note)
+	}
+	b.WriteString(". ")
+	switch {
+	case h.Changed && h.URLAfter != h.URLBefore:
+		fmt.Fprintf(&b, "The page is now %s (it was %s).", h.URLAfter, h.URLBefore)
+	case h.Changed:
+		fmt.Fprintf(&b, "The page %s changed.", h.URLAfter)
+	default:
+		fmt.Fprintf(&b, "The page %s looks unchanged.", h.URLAfter)
+	}
+	if h.Declined {
+		b.WriteString(" Do not ask again for the same thing: continue another way, or finish with done.")
+	} else {
+		b.WriteString(" Check the new state before going on.")
+	}
+	return b.String()
+}
+
+// policyHandoff asks the hand-off policies about the observed page and, when
+// one fires, hands the page to a person, once per policy and page. It
+// returns the note for the model and whether the page must be observed
+// again (a person had it, or the run was stopped). recheck marks the
+// observation after a hand-off: a policy that still fires is reported to
+// the model, not handed off again.
+func (a *Agent) policyHandoff(sctx context.Context, st *events.BrowserState, recheck bool) (string, bool) {
+	name, reason := "", ""
+	for _, p := range a.set.HandoffPolicies {
+		if r := p.Check(st); r != "" {
+			name, reason = p.Name(), a.secrets.scrub(r)
+			break
+		}
+	}
+	if reason == "" {
+		return "", false
+	}
+	if recheck {
+		return fmt.Sprintf("After the hand-off, %s still (policy %s); the person will not be asked again for this page: go on another way, call request_human if you really need them, or finish with done.", reason, name), false
+	}
+	key := name + " " + pageKey(st.URL)
+	if prev, ok := a.asked[key]; ok {
+		return fmt.Sprintf("Hand-off policy %s: %s; a person was already asked on this page (step %d), so they are not asked again: go on another way, call request_human if you really need them, or finish with done.", name, reason, prev), false
+	}
+	if a.asked == nil {
+		a.asked = map[string]int{}
+	}
+	a.asked[key] = a.curStep
+	h, err := a.handoff(sctx, "policy:"+name, reason, st)
+	switch {
+	case errors.Is(err, ErrNoHuman):
+		return fmt.Sprintf("Hand-off policy %s: %s, but no person is available to hand the browser to (no handler is configured): go on another way or finish with done and say why.", name, reason), false
+	case h == nil:
+		return "", true // the run was stopped before the hand-off began
+	case err != nil:
+		return fmt.Sprintf("Hand-off policy %s: the agent handed the browser to a person because %s; it came back without them finishing: %s.", name, reason, h.Error), true
+	}
+	return fmt.Sprintf("Hand-off policy %s: %s", name, handoffText(h)), true
+}
+
+// pageKey is a page's URL without its fragment: a policy asks for a person
+// once per page.
+func pageKey(u string) string {
+	before, _, _ := strings.Cut(u, "#")
+	return before
+}

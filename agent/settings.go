@@ -201,6 +201,24 @@ type Settings struct {
 	SensitiveDataByDomain map[string]map[string]string
 	// Approver is asked before each action runs. Default: allow everything.
 	Approver Approver
+	// Human, when set, is the person the browser can be handed to: the
+	// model is offered request_human, and HandoffPolicies may hand pages
+	// over on their own (see docs/agent.md, "Handing the browser to a
+	// person"). Default nil: request_human is not offered, and a hand-off
+	// asked for anyway (a policy, an InitialAction) fails with ErrNoHuman,
+	// which the model is told.
+	Human HumanHandler
+	// HumanTimeout bounds one hand-off: after it the agent stops waiting
+	// and the model reads an error wrapping ErrHumanTimeout. The hand-off's
+	// time does not count against StepTimeout. Default 10 min
+	// (DefaultHumanTimeout).
+	HumanTimeout time.Duration
+	// HandoffPolicies look at each step's observation before the model call
+	// and may hand the page to a person (once per policy and page). Default:
+	// []HandoffPolicy{CaptchaPolicy{}} when Human is set, none otherwise.
+	// Set your own list to replace it, or an empty non-nil slice
+	// ([]HandoffPolicy{}) to disable the default.
+	HandoffPolicies []HandoffPolicy
 	// Judge, when set, grades the run after a done (an extra model call when
 	// it is a ModelJudge). Default nil: no judge. The verdict is attached to
 	// the Result; it never changes Success.
@@ -427,6 +445,20 @@ func (s Settings) withDefaults() (Settings, error) {
 	}
 	if s.Approver == nil {
 		s.Approver = AllowAll{}
+	}
+	if s.HumanTimeout < 0 {
+		return s, fmt.Errorf("%w: HumanTimeout must not be negative (0: %s)", ErrSettings, DefaultHumanTimeout)
+	}
+	if s.HumanTimeout == 0 {
+		s.HumanTimeout = DefaultHumanTimeout
+	}
+	if s.HandoffPolicies == nil && s.Human != nil {
+		s.HandoffPolicies = []HandoffPolicy{CaptchaPolicy{}}
+	}
+	for i, p := range s.HandoffPolicies {
+		if p == nil {
+			return s, fmt.Errorf("%w: HandoffPolicies[%d] is nil", ErrSettings, i)
+		}
 	}
 	if len(s.OutputSchema) > 0 {
 		o, err := parseSchema(s.OutputSchema)

@@ -191,6 +191,20 @@ type BrowserState struct {
 	// ScreenshotWidth and ScreenshotHeight are the image's size in pixels
 	// (0 = unknown).
 	ScreenshotWidth, ScreenshotHeight int
+	// Frames are the page's iframes and frames, in document order (nested
+	// ones included), for policies that recognise a widget by where it is
+	// loaded from (a CAPTCHA). Empty when the DOM was not built.
+	Frames []FrameInfo
+}
+
+// FrameInfo is one frame element of an observed page.
+type FrameInfo struct {
+	// URL is the frame document's URL, or the element's src when its
+	// document was not captured.
+	URL string
+	// Visible reports that the frame element is rendered (not hidden, not
+	// zero-sized), as the DOM build decides it.
+	Visible bool
 }
 
 // Summary implements bus.Summarizer (no page text or image in traces).

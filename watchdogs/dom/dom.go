@@ -351,6 +351,7 @@ func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.Br
 		return st, nil
 	}
 	st.Page = obs.metrics
+	st.Frames = frames(obs.tree)
 	if obs.res == nil {
 		// about:blank, chrome://, error pages: nothing the model can act on.
 		st.DOMText = fmt.Sprintf("(%s is not a web page: nothing to index here; navigate to a URL to continue)", st.URL)
