@@ -1,6 +1,7 @@
 package cdp
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -357,7 +358,7 @@ func (c *Conn) writeLoop() {
 			return
 		}
 		if ce := c.log.Check(zap.DebugLevel, "send"); ce != nil {
-			ce.Write(zap.ByteString("msg", truncate(data)))
+			ce.Write(zap.ByteString("msg", truncate(redactTyped(data))))
 		}
 		if err := c.ws.WriteMessage(websocket.TextMessage, data); err != nil {
 			if c.closing.Load() {
@@ -383,7 +384,7 @@ func (c *Conn) readLoop() {
 			return
 		}
 		if ce := c.log.Check(zap.DebugLevel, "recv"); ce != nil {
-			ce.Write(zap.ByteString("msg", truncate(data)))
+			ce.Write(zap.ByteString("msg", truncate(redactTyped(data))))
 		}
 		var msg wireMsg
 		if err := jsonv2.Unmarshal(data, &msg, decodeOpts); err != nil {
@@ -578,6 +579,26 @@ func (c *Conn) newSessionLocked(id target.SessionID, tid target.ID, info *target
 	}
 	c.sessions[id] = s
 	return s
+}
+
+// typedMethods carry what a person or the agent types (passwords among
+// it): their params never reach the debug log.
+var typedMethods = [][]byte{
+	[]byte(`"method":"Input.insertText"`),
+	[]byte(`"method":"Input.dispatchKeyEvent"`),
+	[]byte(`"method":"Input.imeSetComposition"`),
+}
+
+// redactTyped replaces the params of a typed-text command with a marker.
+func redactTyped(b []byte) []byte {
+	for _, m := range typedMethods {
+		if bytes.Contains(b, m) {
+			if i := bytes.Index(b, []byte(`"params":`)); i >= 0 {
+				return append(append([]byte(nil), b[:i]...), `"params":"<redacted>"}`...)
+			}
+		}
+	}
+	return b
 }
 
 func truncate(b []byte) []byte {

@@ -1,0 +1,105 @@
+package liveview
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/browseragent/browseragent/agent"
+)
+
+// Announcement is what Handler.Announce is told at the start of a hand-off.
+type Announcement struct {
+	// URL is the live view's address (token included).
+	URL string
+	// Request is the agent's request.
+	Request agent.HumanRequest
+	// Headful reports that the session's browser shows a window, which the
+	// person may use instead of the live view.
+	Headful bool
+}
+
+// Via values of the HumanResponse a Handler returns.
+const (
+	ViaLiveView = "live view"
+	ViaSignal   = "terminal"
+)
+
+// Handler is an agent.HumanHandler that hands the browser to a person
+// through a live view.
+//
+// Handoff activates the live view with the request's reason (input is
+// accepted only then), calls Announce, and waits for the first of: the
+// live view's done endpoint (Via ViaLiveView, with the person's note), a
+// value on Signal (Via ViaSignal, the value as the note), or ctx's end (an
+// error wrapping ctx.Err(), and agent.ErrHumanTimeout when ctx's deadline
+// passed). A second hand-off while one is active fails with ErrBusy.
+type Handler struct {
+	// Server is the live view. Required.
+	Server *Server
+	// Announce tells the person where to look; called once per hand-off,
+	// before waiting, on the agent's goroutine. Optional.
+	Announce func(Announcement)
+	// Signal is a second way to say done, such as lines read from a
+	// terminal (the line is the note). Values sent before the hand-off
+	// began are discarded. Optional.
+	Signal <-chan string
+}
+
+var _ agent.HumanHandler = (*Handler)(nil)
+
+// Handoff implements agent.HumanHandler.
+func (h *Handler) Handoff(ctx context.Context, req agent.HumanRequest) (agent.HumanResponse, error) {
+	if h == nil || h.Server == nil {
+		return agent.HumanResponse{}, fmt.Errorf("%w: liveview.Handler has no Server", agent.ErrNoHuman)
+	}
+	done, release, err := h.Server.begin(req.Reason)
+	if err != nil {
+		return agent.HumanResponse{}, err
+	}
+	defer release()
+	h.drain()
+	if h.Announce != nil {
+		h.Announce(Announcement{URL: h.Server.URL(), Request: req, Headful: h.Server.s.Profile().Headful})
+	}
+	select {
+	case note := <-done:
+		return agent.HumanResponse{Via: ViaLiveView, Note: note}, nil
+	case note, ok := <-h.Signal:
+		if !ok {
+			// The second channel ended (stdin closed): only the live view
+			// and ctx are left.
+			select {
+			case note := <-done:
+				return agent.HumanResponse{Via: ViaLiveView, Note: note}, nil
+			case <-ctx.Done():
+				return agent.HumanResponse{}, ctxErr(ctx)
+			}
+		}
+		return agent.HumanResponse{Via: ViaSignal, Note: note}, nil
+	case <-ctx.Done():
+		return agent.HumanResponse{}, ctxErr(ctx)
+	}
+}
+
+// drain discards what Signal holds from before the hand-off.
+func (h *Handler) drain() {
+	for {
+		select {
+		case _, ok := <-h.Signal:
+			if !ok {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+func ctxErr(ctx context.Context) error {
+	err := ctx.Err()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("liveview: %w: %w", agent.ErrHumanTimeout, err)
+	}
+	return fmt.Errorf("liveview: the hand-off ended before the person said done: %w", err)
+}
