@@ -47,6 +47,11 @@ type Evidence struct {
 	FocusedTarget string
 	Fingerprint   string // cheap page fingerprint (mutation counter / DOM hash)
 	TabCount      int    // the session's own tabs (not a connected browser's foreign ones)
+	// RequestMark is the session's network sequence number when the
+	// evidence was read: the outcome computed from this evidence lists
+	// the requests sent after it. Zero when the session records no
+	// requests.
+	RequestMark uint64 `json:"-"`
 }
 
 // ActionOutcome is carried by every action result: what the action did,
@@ -60,8 +65,103 @@ type ActionOutcome struct {
 	Download string   // download guid, when Verdict is download
 	// Requests are the network requests the action caused, in the order
 	// they were sent, until the page settled (method, URL, type, status;
-	// never headers or bodies). Nil when none was sent.
+	// never headers or bodies). Nil when none was sent. At most
+	// MaxOutcomeRequests are listed: the first ones, since an action's own
+	// requests come before what they load.
 	Requests []Request
+	// RequestsOmitted counts the requests sent after those listed.
+	RequestsOmitted int
+}
+
+// MaxOutcomeRequests caps ActionOutcome.Requests.
+const MaxOutcomeRequests = 50
+
+// ErrRequestFailed is wrapped by the error of an action whose write request
+// (a POST, PUT, PATCH or DELETE document, XHR or fetch) answered 4xx or 5xx
+// or failed on the network, even when the page looks as if it worked.
+var ErrRequestFailed = errors.New("a request the action sent failed")
+
+// RequestError is the cause of such an action's failure: the request, with
+// its status or network error. It wraps ErrRequestFailed; its text, for the
+// model, is the request and its answer ("POST http://host/submit answered
+// 500"). Find it with errors.As on the action's error.
+type RequestError struct {
+	Request Request
+}
+
+func (e *RequestError) Error() string { return e.Request.Describe() }
+
+// Unwrap returns ErrRequestFailed.
+func (e *RequestError) Unwrap() error { return ErrRequestFailed }
+
+// Describe says what became of r, in one line for the model: "POST
+// http://host/submit answered 500", "... failed: net::ERR_...", "... was
+// blocked (net::ERR_BLOCKED_BY_CLIENT)", "... has no answer yet
+// (unconfirmed)". The URL is shown without its query and fragment, which
+// may hold secrets, and clipped.
+func (r Request) Describe() string {
+	head := strings.ToUpper(r.Method) + " " + ShortURL(r.URL)
+	switch {
+	case r.Blocked:
+		return head + " was blocked (" + r.Error + ")"
+	case r.Canceled:
+		return head + " was canceled before its answer (unconfirmed)"
+	case r.Error != "":
+		return head + " failed: " + r.Error
+	case r.Status != 0:
+		return fmt.Sprintf("%s answered %d", head, r.Status)
+	case r.Pending:
+		return head + " has no answer yet (unconfirmed)"
+	}
+	return head
+}
+
+// Unconfirmed reports whether r was sent but its outcome is unknown: no
+// answer came before the page settled, or it was canceled (the page
+// navigated away, a script aborted it) before one came.
+func (r Request) Unconfirmed() bool {
+	return r.Status == 0 && (r.Pending || r.Canceled)
+}
+
+// ShortURL is u without its query and fragment, clipped to 200 bytes.
+func ShortURL(u string) string {
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	if len(u) > 200 {
+		u = u[:200] + "…"
+	}
+	return u
+}
+
+// FailedWrite returns the first write request of the outcome whose answer
+// is an error (see Request.Failed) among documents, XHRs and fetches: the
+// request that makes an action's verdict failed. XHRs and fetches listed
+// after a document request are taken for the new document's own (its
+// scripts' analytics, say), not the action's, and do not count.
+func (o ActionOutcome) FailedWrite() (Request, bool) {
+	doc := false
+	for _, r := range o.Requests {
+		if doc && r.Type != "Document" {
+			continue
+		}
+		if r.Write() && r.Failed() && r.Verdictable() {
+			return r, true
+		}
+		doc = doc || r.Type == "Document"
+	}
+	return Request{}, false
+}
+
+// Verdictable reports whether r is of a type whose answer decides an
+// action's verdict: a document, an XHR or a fetch (not an image, a script,
+// a beacon).
+func (r Request) Verdictable() bool {
+	switch r.Type {
+	case "Document", "XHR", "Fetch":
+		return true
+	}
+	return false
 }
 
 // Request is one network request an action caused, as its outcome lists
@@ -78,6 +178,13 @@ type Request struct {
 	Error string `json:"error,omitempty"`
 	// Pending reports that no answer had come when the page settled.
 	Pending bool `json:"pending,omitempty"`
+	// Blocked reports that the browser refused the request before sending
+	// it (the URL policy's interception, a client block); Error says how.
+	Blocked bool `json:"blocked,omitempty"`
+	// Canceled reports that the request was aborted before its answer
+	// (the page navigated away, a script aborted it): it may have reached
+	// the server. It is not Failed.
+	Canceled bool `json:"canceled,omitempty"`
 }
 
 // Write reports whether r asks the server to change something: any method
@@ -91,8 +198,9 @@ func (r Request) Write() bool {
 }
 
 // Failed reports whether r got an error status (4xx, 5xx) or no response
-// because of a network error.
-func (r Request) Failed() bool { return r.Status >= 400 || r.Error != "" }
+// because of a network error or a block. A canceled request is not failed
+// but unconfirmed.
+func (r Request) Failed() bool { return r.Status >= 400 || (r.Error != "" && !r.Canceled) }
 
 // Summary implements bus.Summarizer.
 func (o ActionOutcome) Summary() string {

@@ -58,10 +58,14 @@ func handle[E, R any](b *bus.Bus, k bus.Kind[E, R], h func(context.Context, E) (
 }
 
 func (s *Session) evidence(ctx context.Context) events.Evidence {
+	// The mark comes first: a request the action sends after this read
+	// is the action's.
+	s.net.caughtUp(ctx, 20*time.Millisecond)
+	mark := s.net.mark()
 	s.mu.Lock()
 	// Only the session's own tabs count: a tab the user or another session
 	// opens meanwhile is not this action's new tab.
-	ev := events.Evidence{FocusedTarget: string(s.focus), TabCount: len(s.ownTabsLocked())}
+	ev := events.Evidence{FocusedTarget: string(s.focus), TabCount: len(s.ownTabsLocked()), RequestMark: mark}
 	s.mu.Unlock()
 	if fp, err := s.fingerprintResponsive(ctx, ""); err == nil {
 		ev.URL, ev.Fingerprint = fp.URL, fp.String()
@@ -115,7 +119,7 @@ func (s *Session) onNavigate(ctx context.Context, ev events.NavigateToURLEvent) 
 	case out.Loading != "":
 		res.Outcome.Detail = out.Loading
 	}
-	return res, actionError(events.NavigateToURL.Name, res.Outcome, err)
+	return res, actionError(events.NavigateToURL.Name, res.Outcome, requestError(res.Outcome, err))
 }
 
 // actionError makes a failed navigation an *events.ActionError carrying its
@@ -139,7 +143,7 @@ func (s *Session) onHistory(ctx context.Context, delta int) (events.HistoryResul
 	if delta > 0 {
 		kind = events.GoForward.Name
 	}
-	return res, actionError(kind, res.Outcome, err)
+	return res, actionError(kind, res.Outcome, requestError(res.Outcome, err))
 }
 
 func (s *Session) onRefresh(ctx context.Context, _ events.RefreshEvent) (events.HistoryResult, error) {
@@ -153,7 +157,7 @@ func (s *Session) onRefresh(ctx context.Context, _ events.RefreshEvent) (events.
 	if err == nil && out.Loading != "" {
 		res.Outcome.Detail = out.Loading
 	}
-	return res, actionError(events.Refresh.Name, res.Outcome, err)
+	return res, actionError(events.Refresh.Name, res.Outcome, requestError(res.Outcome, err))
 }
 
 func (s *Session) onSwitchTab(ctx context.Context, ev events.SwitchTabEvent) (events.SwitchTabResult, error) {
@@ -193,6 +197,16 @@ func (s *Session) onCloseTab(ctx context.Context, ev events.CloseTabEvent) (even
 // Outcome compares the evidence taken before an action with the page now
 // and names the verdict. Action watchdogs use it so that every action's
 // verdict is decided the same way. A non-nil err makes the verdict failed.
+//
+// It also lists the requests sent since before was read (Requests, at
+// most events.MaxOutcomeRequests), after waiting, at most
+// Profile.RequestWait, for the documents, XHRs and fetches among them to
+// be answered; an action that sent none waits no longer than before. A
+// write request among those (POST, PUT, PATCH, DELETE) that answered 4xx
+// or 5xx, failed on the network or was blocked makes the verdict failed,
+// its Detail naming the request and its answer; the action then returns
+// [RequestError]'s error. A write still unanswered, and a document that
+// answered an error, are named in Detail without changing the verdict.
 func (s *Session) Outcome(ctx context.Context, before events.Evidence, err error) events.ActionOutcome {
 	return s.outcome(ctx, before, err)
 }
@@ -210,6 +224,19 @@ func (s *Session) outcome(ctx context.Context, before events.Evidence, err error
 		case <-time.After(settleDelay):
 			after = s.evidence(ctx)
 		case <-ctx.Done():
+		}
+	}
+	if err == nil && s.awaitRequests(ctx, before.RequestMark) {
+		// The answers may have changed the page (a script showed them, a
+		// form's POST committed its result): look again, and once more
+		// after a pause if it still looks the same.
+		after = s.evidence(ctx)
+		if after.URL == before.URL && after.Fingerprint == before.Fingerprint && after.TabCount == before.TabCount {
+			select {
+			case <-time.After(settleDelay):
+				after = s.evidence(ctx)
+			case <-ctx.Done():
+			}
 		}
 	}
 	if err == nil && after.URL != before.URL && after.FocusedTarget == before.FocusedTarget {
@@ -230,6 +257,11 @@ func (s *Session) outcome(ctx context.Context, before events.Evidence, err error
 		o.Verdict = events.VerdictChanged
 	default:
 		o.Verdict = events.VerdictNoChange
+	}
+	if before.RequestMark > 0 || s.net.mark() > 0 {
+		s.net.caughtUp(ctx, 20*time.Millisecond)
+		o.Requests, o.RequestsOmitted = s.requestsSince(before.RequestMark)
+		networkVerdict(&o, err)
 	}
 	return o
 }

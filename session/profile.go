@@ -130,6 +130,19 @@ type Profile struct {
 	// durations >= 0 (0: no override); Start fails with an error wrapping
 	// events.ErrUnknownKind or events.ErrBadTimeout otherwise.
 	EventTimeouts map[string]time.Duration
+
+	// NoRequestEvidence turns off the recording of requests (Network.enable
+	// on every tab and frame): action outcomes then list no requests and
+	// their verdicts look at the page alone. Default false: recorded.
+	NoRequestEvidence bool
+	// RequestWait bounds how long an action's outcome waits for the
+	// documents, XHRs and fetches the action sent to be answered. Default
+	// DefaultRequestWait (3 s). An action that sent none does not wait.
+	RequestWait time.Duration
+	// RequestQuiet is how long the network must be silent for an outcome
+	// to stop waiting for the action's other requests (images, scripts).
+	// Default DefaultRequestQuiet (100 ms).
+	RequestQuiet time.Duration
 }
 
 // Values of Profile.ConnectTab.
@@ -211,6 +224,12 @@ func (p Profile) withDefaults() Profile {
 	}
 	if p.ScriptBudget <= 0 {
 		p.ScriptBudget = DefaultScriptBudget
+	}
+	if p.RequestWait <= 0 {
+		p.RequestWait = DefaultRequestWait
+	}
+	if p.RequestQuiet <= 0 {
+		p.RequestQuiet = DefaultRequestQuiet
 	}
 	if p.ReconnectGrace <= 0 {
 		p.ReconnectGrace = DefaultReconnectGrace

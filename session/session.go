@@ -124,6 +124,7 @@ type Session struct {
 	interrupts    map[target.ID][]string  // why a tab's script was stopped, until taken
 	lastInterrupt map[target.ID]time.Time // when a tab's script was last interrupted
 	scriptsOff    map[target.ID]bool      // tabs whose scripts DisableScripts turned off
+	net           *netLog                 // the requests of the session's targets (network.go)
 	wg            sync.WaitGroup
 }
 
@@ -148,7 +149,7 @@ type tab struct {
 
 // New returns a stopped session for the profile. Nothing starts until Start.
 func New(p Profile, opts ...Option) *Session {
-	s := &Session{profile: p.withDefaults(), log: zap.NewNop(), life: make(chan struct{}, 1)}
+	s := &Session{profile: p.withDefaults(), log: zap.NewNop(), life: make(chan struct{}, 1), net: newNetLog()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -377,6 +378,10 @@ func (s *Session) attachConn(conn *cdp.Conn) {
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go s.track(stop, sub, conn)
+	if !s.profile.NoRequestEvidence {
+		s.wg.Add(1)
+		go s.recordNetwork(stop, conn)
+	}
 }
 
 // discover turns on target discovery and auto-attach: every tab and
@@ -554,6 +559,9 @@ func (s *Session) onAttach(ctx context.Context, cs *cdp.Session) error {
 		s.frames[cs.ID()] = &at
 		s.mu.Unlock()
 		replies = append(replies, cs.Send(ctx, page.CommandEnable, page.EnableParams{}))
+		if r := s.networkSetup(ctx, cs); r != nil {
+			replies = append(replies, r)
+		}
 	}
 	s.runHooks(ctx, at)
 	s.mu.Lock()
@@ -609,6 +617,9 @@ func (s *Session) preparePage(ctx context.Context, cs *cdp.Session, owned bool) 
 		cs.Send(ctx, page.CommandEnable, page.EnableParams{}),
 		cs.Send(ctx, page.CommandSetLifecycleEventsEnabled, page.SetLifecycleEventsEnabledParams{Enabled: true}),
 		cs.Send(ctx, page.CommandAddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: mutationCounterJS}),
+	}
+	if n := s.networkSetup(ctx, cs); n != nil {
+		r = append(r, n)
 	}
 	if owned {
 		// A tab of a browser we only connected to keeps its own viewport.

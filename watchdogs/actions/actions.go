@@ -231,7 +231,9 @@ func (a *Watchdog) Attach(s *session.Session) error {
 }
 
 // bind adapts an action handler that needs the session to the bus's
-// shape, and makes every failure an *events.ActionError carrying the
+// shape, makes an outcome that a failed write request made failed an
+// error (*events.RequestError, wrapping events.ErrRequestFailed), and
+// makes every failure an *events.ActionError carrying the
 // outcome that the result holds too: Verdict failed, Detail the error, and
 // the page evidence. An action that failed before it touched the page has
 // no evidence of its own yet; its Before and After are then the page as it
@@ -239,10 +241,13 @@ func (a *Watchdog) Attach(s *session.Session) error {
 func bind[E, R any](a *Watchdog, s *session.Session, kind string, h func(context.Context, *session.Session, E) (R, error), outcome func(*R) *events.ActionOutcome) func(context.Context, E) (R, error) {
 	return func(ctx context.Context, ev E) (R, error) {
 		r, err := h(ctx, s, ev)
+		o := outcome(&r)
+		// A write request the action sent that failed makes it fail,
+		// whatever the page shows (Session.Outcome decided the verdict).
+		err = session.RequestError(*o, err)
 		if err == nil {
 			return r, nil
 		}
-		o := outcome(&r)
 		o.Verdict = events.VerdictFailed
 		if o.Detail == "" {
 			o.Detail = err.Error()
@@ -702,7 +707,7 @@ func (a *Watchdog) begin(ctx context.Context, s *session.Session, sessions ...*c
 }
 
 // end stops watching and computes the outcome.
-func (r *actionRun) end(ctx context.Context, err error) events.ActionOutcome {
+func (r *actionRun) end(ctx context.Context, err error) (o events.ActionOutcome) {
 	defer r.watch.stop()
 	defer r.release(ctx)
 	var seen seenDuring
@@ -727,7 +732,7 @@ func (r *actionRun) end(ctx context.Context, err error) events.ActionOutcome {
 			sleep(ctx, 20*time.Millisecond)
 		}
 	}
-	o := r.s.Outcome(ctx, r.before, err)
+	o = r.s.Outcome(ctx, r.before, err)
 	if err == nil && o.Verdict == events.VerdictNoChange && r.mayBeDL && r.a.cfg.DownloadStartWait > 0 && seen.download == "" {
 		deadline := time.Now().Add(r.a.cfg.DownloadStartWait)
 		for time.Now().Before(deadline) && ctx.Err() == nil && seen.download == "" {
@@ -744,6 +749,14 @@ func (r *actionRun) end(ctx context.Context, err error) events.ActionOutcome {
 	if err != nil {
 		return o
 	}
+	// Failed with no error of the action's own: a write request failed.
+	// The dialog, download or tab it set off are named, the verdict stays.
+	requestFailed := o.Verdict == events.VerdictFailed
+	defer func() {
+		if requestFailed {
+			o.Verdict = events.VerdictFailed
+		}
+	}()
 	if r.override && (o.Verdict == events.VerdictNoChange || o.Verdict == events.VerdictChanged) {
 		o.Verdict = r.verdict
 	}

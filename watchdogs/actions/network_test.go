@@ -1,0 +1,240 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/testbrowser"
+	"github.com/browseragent/browseragent/session"
+)
+
+// formSite serves the fixture pages of the network-evidence tests on
+// loopback: forms and scripts whose requests answer 500, 422, 200 with an
+// error banner, a redirect, or never (until the test ends).
+func formSite(t testing.TB) *httptest.Server {
+	t.Helper()
+	release := make(chan struct{})
+	form := func(action, extra string) string {
+		return `<!doctype html><html><body><form method="post" action="` + action + `">` +
+			`<input name="q" value="x"><button id="send">Send</button></form>` + extra + `</body></html>`
+	}
+	page := func(body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, body)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/form500", page(form("/submit500", "")))
+	mux.HandleFunc("/submit500", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, `<!doctype html><html><body><form method="post" action="/submit500"><input name="q" value="x"><button id="send">Send</button></form></body></html>`)
+	})
+	mux.HandleFunc("/formbanner", page(form("/banner", "")))
+	mux.HandleFunc("/banner", page(`<!doctype html><html><body><div class="error">Invalid input, try again</div></body></html>`))
+	mux.HandleFunc("/formprg", page(form("/prg", "")))
+	mux.HandleFunc("/prg", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/thanks", http.StatusFound)
+	})
+	mux.HandleFunc("/thanks", page(`<!doctype html><html><body><h1>Thanks</h1></body></html>`))
+	mux.HandleFunc("/xhr", page(`<!doctype html><html><body><button id="send" onclick="fetch('/api', {method: 'POST', body: 'q=1'}).catch(() => {})">Save</button>`+
+		`<button id="slow" onclick="fetch('/hang', {method: 'POST'}).catch(() => {})">Slow</button>`+
+		`<button id="noop" onclick="void 0">Nothing</button></body></html>`))
+	mux.HandleFunc("/api", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		fmt.Fprint(w, `{"error":"invalid"}`)
+	})
+	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	mux.HandleFunc("/missing", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `<!doctype html><html><body>Not here</body></html>`)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		close(release)
+		srv.Close()
+	})
+	return srv
+}
+
+// startSite starts a session with the actions watchdog on url.
+func startSite(t testing.TB, p session.Profile, url string) *harness {
+	t.Helper()
+	env := testbrowser.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	p.CDPURL, p.ConnectTab = env.Browser.WebSocketURL(), session.ConnectTabNew
+	s := session.New(p, session.WithWatchdogs(New(Config{})))
+	if err := s.Start(ctx); err != nil {
+		t.Fatalf("session start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Errorf("session stop: %v", err)
+		}
+	})
+	at := &harness{t: t, ctx: ctx, s: s, env: env}
+	if _, err := bus.Call(ctx, s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: url}); err != nil {
+		t.Fatalf("navigate %s: %v", url, err)
+	}
+	return at
+}
+
+func (at *harness) clickSel(selector string) (events.ClickResult, error) {
+	at.t.Helper()
+	return bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: at.el(selector)})
+}
+
+// find returns the listed request with method and path.
+func find(rs []events.Request, method, path string) (events.Request, bool) {
+	for _, r := range rs {
+		if r.Method == method && strings.HasSuffix(strings.SplitN(r.URL, "?", 2)[0], path) {
+			return r, true
+		}
+	}
+	return events.Request{}, false
+}
+
+func TestFormPost500IsFailed(t *testing.T) {
+	srv := formSite(t)
+	at := startSite(t, session.Profile{}, srv.URL+"/form500")
+	res, err := at.clickSel("#send")
+	if !errors.Is(err, events.ErrRequestFailed) {
+		t.Fatalf("err = %v, want one wrapping ErrRequestFailed (outcome %+v)", err, res.Outcome)
+	}
+	var re *events.RequestError
+	if !errors.As(err, &re) || re.Request.Status != 500 || re.Request.Method != "POST" {
+		t.Fatalf("RequestError = %+v", re)
+	}
+	var ae *events.ActionError
+	if !errors.As(err, &ae) || ae.Outcome.Verdict != events.VerdictFailed {
+		t.Fatalf("ActionError = %+v", ae)
+	}
+	o := res.Outcome
+	want := "POST " + srv.URL + "/submit500 answered 500"
+	if o.Verdict != events.VerdictFailed || !strings.Contains(o.Detail, want) {
+		t.Fatalf("outcome = %s %q, want failed naming %q", o.Verdict, o.Detail, want)
+	}
+	if r, ok := find(o.Requests, "POST", "/submit500"); !ok || r.Status != 500 || r.Type != "Document" {
+		t.Fatalf("requests = %+v, want the POST with 500", o.Requests)
+	}
+
+	// The page answered looks like the form it came from: the same
+	// verdict, though the fingerprint alone might say otherwise.
+	res, err = at.clickSel("#send")
+	if !errors.Is(err, events.ErrRequestFailed) || res.Outcome.Verdict != events.VerdictFailed {
+		t.Fatalf("second submit: %v, %s %q", err, res.Outcome.Verdict, res.Outcome.Detail)
+	}
+}
+
+func TestFormPost200WithBannerKeepsPageVerdict(t *testing.T) {
+	srv := formSite(t)
+	at := startSite(t, session.Profile{}, srv.URL+"/formbanner")
+	res, err := at.clickSel("#send")
+	if err != nil {
+		t.Fatalf("click: %v", err)
+	}
+	o := res.Outcome
+	if o.Verdict != events.VerdictNavigated {
+		t.Fatalf("verdict = %s %q, want navigated", o.Verdict, o.Detail)
+	}
+	if r, ok := find(o.Requests, "POST", "/banner"); !ok || r.Status != 200 || r.Failed() || r.Pending {
+		t.Fatalf("requests = %+v, want the POST answered 200", o.Requests)
+	}
+	if got := at.str(`document.querySelector('.error').textContent`); !strings.Contains(got, "Invalid") {
+		t.Fatalf("banner = %q", got)
+	}
+}
+
+func TestFetchPost422IsFailed(t *testing.T) {
+	srv := formSite(t)
+	at := startSite(t, session.Profile{}, srv.URL+"/xhr")
+	res, err := at.clickSel("#send")
+	if !errors.Is(err, events.ErrRequestFailed) {
+		t.Fatalf("err = %v (outcome %+v)", err, res.Outcome)
+	}
+	o := res.Outcome
+	if o.Verdict != events.VerdictFailed || !strings.Contains(o.Detail, "POST "+srv.URL+"/api answered 422") {
+		t.Fatalf("outcome = %s %q", o.Verdict, o.Detail)
+	}
+	if r, ok := find(o.Requests, "POST", "/api"); !ok || r.Type != "Fetch" || r.Status != 422 {
+		t.Fatalf("requests = %+v", o.Requests)
+	}
+}
+
+func TestPostRedirectGetIsNotFailed(t *testing.T) {
+	srv := formSite(t)
+	at := startSite(t, session.Profile{}, srv.URL+"/formprg")
+	res, err := at.clickSel("#send")
+	if err != nil {
+		t.Fatalf("click: %v", err)
+	}
+	o := res.Outcome
+	if o.Verdict != events.VerdictNavigated || !strings.HasSuffix(o.After.URL, "/thanks") {
+		t.Fatalf("outcome = %s %q at %s", o.Verdict, o.Detail, o.After.URL)
+	}
+	post, ok := find(o.Requests, "POST", "/prg")
+	get, ok2 := find(o.Requests, "GET", "/thanks")
+	if !ok || !ok2 || post.Status != 302 || get.Status != 200 || post.Failed() || get.Failed() {
+		t.Fatalf("requests = %+v, want POST 302 then GET 200", o.Requests)
+	}
+}
+
+func TestClickWithoutRequestListsNone(t *testing.T) {
+	srv := formSite(t)
+	at := startSite(t, session.Profile{}, srv.URL+"/xhr")
+	res, err := at.clickSel("#noop")
+	if err != nil {
+		t.Fatalf("click: %v", err)
+	}
+	if res.Outcome.Verdict != events.VerdictNoChange || len(res.Outcome.Requests) != 0 {
+		t.Fatalf("outcome = %s %q, requests %+v", res.Outcome.Verdict, res.Outcome.Detail, res.Outcome.Requests)
+	}
+}
+
+func TestPendingWriteIsUnconfirmed(t *testing.T) {
+	srv := formSite(t)
+	at := startSite(t, session.Profile{RequestWait: 300 * time.Millisecond}, srv.URL+"/xhr")
+	res, err := at.clickSel("#slow")
+	if err != nil {
+		t.Fatalf("click: %v (%+v)", err, res.Outcome)
+	}
+	o := res.Outcome
+	r, ok := find(o.Requests, "POST", "/hang")
+	if !ok || !r.Pending || !r.Unconfirmed() || r.Failed() {
+		t.Fatalf("requests = %+v, want the POST pending", o.Requests)
+	}
+	if o.Verdict == events.VerdictFailed || !strings.Contains(o.Detail, "unconfirmed") {
+		t.Fatalf("outcome = %s %q, want not failed, unconfirmed in Detail", o.Verdict, o.Detail)
+	}
+}
+
+func TestNavigationTo404StatesStatus(t *testing.T) {
+	srv := formSite(t)
+	at := startSite(t, session.Profile{}, srv.URL+"/xhr")
+	res, err := bus.Call(at.ctx, at.s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: srv.URL + "/missing"})
+	if err != nil {
+		t.Fatalf("navigate: %v", err)
+	}
+	o := res.Outcome
+	if o.Verdict != events.VerdictNavigated || !strings.Contains(o.Detail, "GET "+srv.URL+"/missing answered 404") {
+		t.Fatalf("outcome = %s %q", o.Verdict, o.Detail)
+	}
+}
