@@ -136,6 +136,7 @@ type Agent struct {
 	handoffs    []Handoff
 	handoffFrom time.Time
 	asked       map[string]int
+	writes      writeCheck // the done check (writecheck.go)
 }
 
 // New returns an agent for task, driving model over b (a *session.Session,
@@ -469,6 +470,7 @@ func (a *Agent) initialStep(ctx context.Context, calls []ActionCall) HistoryItem
 		valid = append(valid, c)
 	}
 	a.multiAct(sctx, &st, valid, &item, n)
+	a.writes.observe(item.Actions)
 	a.finishTimeout(ctx, sctx, &item, valid)
 	a.finish(ctx, &item)
 	return item
@@ -609,6 +611,7 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 		actStart := time.Now()
 		a.multiAct(sctx, &st, out.Action, &item, n)
 		item.ActionsTime = time.Since(actStart)
+		a.checkDone(&item, forceDone) // writecheck.go: a done the network contradicts
 	}
 	var calls []ActionCall
 	if out != nil {
