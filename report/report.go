@@ -33,13 +33,26 @@ import (
 	"github.com/browseragent/browseragent/trace"
 )
 
-//go:embed report.html.tmpl
+//go:embed report.html.tmpl report.css
 var files embed.FS
+
+// styles is the report's stylesheet (report.css), inlined so that the
+// report stays one file.
+var styles = sync.OnceValue(func() template.CSS {
+	b, err := files.ReadFile("report.css")
+	if err != nil {
+		panic(err) // embedded: cannot happen
+	}
+	return template.CSS(b)
+})
 
 // page is parsed on first use, not at init: the command line links this
 // package, and every short command (a shell step) would pay for the parse.
 var page = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
+		"css":  styles,
+		"inc":  func(i int) int { return i + 1 },
+		"dur":  func(d time.Duration) string { return d.Round(time.Millisecond).String() },
 		"ms":   func(v float64) string { return fmt.Sprintf("%.0f ms", v) },
 		"secs": func(v float64) string { return fmt.Sprintf("%.1f s", v/1000) },
 		"join": strings.Join,
@@ -116,6 +129,19 @@ type Step struct {
 	// ImageProblem says why a recorded screenshot is not shown or not
 	// trusted (missing file, hash mismatch).
 	ImageProblem string
+	// Marks are where the step's actions landed, to draw over Image.
+	Marks []Mark
+	// MarksProblem says why the actions' marks are not drawn (no
+	// viewport recorded, no screenshot).
+	MarksProblem string
+	// After is the page after the step's actions, when they changed it:
+	// the next step's screenshot, or the one taken after the run's last
+	// step. AfterCaption says which; AfterProblem why it is not shown.
+	After        template.URL
+	AfterCaption string
+	AfterProblem string
+	// Phases are the step's timeline: observe, model, actions.
+	Phases []Phase
 }
 
 // MaxBlockedRequests caps the refused requests the report lists (a page
@@ -224,6 +250,7 @@ func Load(path string) (*Data, error) {
 		d.Kinds = append(d.Kinds, *k)
 	}
 	sort.Slice(d.Kinds, func(i, j int) bool { return d.Kinds[i].Kind < d.Kinds[j].Kind })
+	addEvidence(dir, d.Steps)
 	d.Frames, d.FramesTotal = loadFrames(filepath.Join(dir, FramesDir))
 	return d, nil
 }
@@ -281,28 +308,32 @@ func loadFrames(dir string) ([]Frame, int) {
 // hash. Paths may not leave the trace's directory.
 func embedShot(dir string, st trace.Step) Step {
 	out := Step{Step: st}
-	if st.Screenshot == "" {
-		return out
+	out.Image, out.ImageProblem = embedFile(dir, st.Screenshot, st.ScreenshotSHA256)
+	return out
+}
+
+// embedFile reads a screenshot at rel (relative to dir) and returns it as
+// a data: URL, or why it is not shown: a path leaving dir, a missing file,
+// a hash (sum, when recorded) it does not match. rel "" is neither.
+func embedFile(dir, rel, sum string) (template.URL, string) {
+	if rel == "" {
+		return "", ""
 	}
-	p := filepath.Join(dir, filepath.Clean(st.Screenshot))
-	if rel, err := filepath.Rel(dir, p); err != nil || strings.HasPrefix(rel, "..") {
-		out.ImageProblem = "screenshot path leaves the trace's folder: not shown"
-		return out
+	p := filepath.Join(dir, filepath.Clean(rel))
+	if r, err := filepath.Rel(dir, p); err != nil || strings.HasPrefix(r, "..") {
+		return "", "screenshot path leaves the trace's folder: not shown"
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
-		out.ImageProblem = "screenshot missing: " + st.Screenshot
-		return out
+		return "", "screenshot missing: " + rel
 	}
-	if st.ScreenshotSHA256 != "" {
-		sum := sha256.Sum256(b)
-		if hex.EncodeToString(sum[:]) != st.ScreenshotSHA256 {
-			out.ImageProblem = "screenshot does not match the hash in the trace: not shown"
-			return out
+	if sum != "" {
+		h := sha256.Sum256(b)
+		if hex.EncodeToString(h[:]) != sum {
+			return "", "screenshot does not match the hash in the trace: not shown"
 		}
 	}
-	out.Image = template.URL("data:" + shotMediaType(st.Screenshot) + ";base64," + base64.StdEncoding.EncodeToString(b))
-	return out
+	return template.URL("data:" + shotMediaType(rel) + ";base64," + base64.StdEncoding.EncodeToString(b)), ""
 }
 
 // shotMediaType is a screenshot file's media type by its extension (the

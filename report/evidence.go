@@ -1,0 +1,121 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+
+	"github.com/browseragent/browseragent/trace"
+)
+
+// Mark is one action's mark on its step's screenshot: the element's box or
+// the point the mouse used, in CSS pixels of the step's viewport.
+type Mark struct {
+	Step int
+	// Action is the action's number in the step's list (from 1).
+	Action int
+	Kind   string // "box" or "point"
+	X, Y   float64
+	W, H   float64 // 0 for a point
+	// Style places the mark in percent of the viewport, so that it sits
+	// right on the image at any size: a screenshot scaled by the device
+	// pixel ratio, shrunk for the model, or shown smaller in the report.
+	Style template.CSS
+}
+
+// Phase is one part of a step's timeline.
+type Phase struct {
+	Name string // "observe", "model" or "actions"
+	MS   float64
+	// Style is the phase's share of the step's bar.
+	Style template.CSS
+}
+
+// addEvidence fills what the report shows beside each step's record: the
+// timeline, the actions' marks and the picture after the actions. Steps'
+// images must be embedded already: a step's "after" is the next one's.
+func addEvidence(dir string, steps []Step) {
+	for i := range steps {
+		s := &steps[i]
+		s.Phases = phases(s.Step)
+		s.Marks, s.MarksProblem = marks(s)
+		if s.AfterScreenshot != "" {
+			s.After, s.AfterProblem = embedFile(dir, s.AfterScreenshot, s.AfterScreenshotSHA256)
+			s.AfterCaption = "after the actions"
+			continue
+		}
+		if !changedPage(s.Actions) || i+1 >= len(steps) {
+			continue
+		}
+		if next := &steps[i+1]; next.Step.Step == s.Step.Step+1 && next.Image != "" {
+			s.After = next.Image
+			s.AfterCaption = fmt.Sprintf("after: step %d's screenshot", next.Step.Step)
+		}
+	}
+}
+
+// changedPage reports whether an action's verdict says the page changed.
+func changedPage(acts []trace.Action) bool {
+	for _, a := range acts {
+		switch a.Verdict {
+		case "changed", "navigated", "new_tab":
+			return true
+		}
+	}
+	return false
+}
+
+// phases is a step's timeline; nil when the trace recorded none (older
+// traces). Each phase's share is of the step's duration, or of the
+// phases' sum when that is longer (clocks read apart).
+func phases(st trace.Step) []Phase {
+	ps := []Phase{{Name: "observe", MS: st.ObserveMS}, {Name: "model", MS: st.ModelMS}, {Name: "actions", MS: st.ActionsMS}}
+	sum := 0.0
+	for i := range ps {
+		if !finite(ps[i].MS) || ps[i].MS < 0 {
+			ps[i].MS = 0
+		}
+		sum += ps[i].MS
+	}
+	if sum == 0 {
+		return nil
+	}
+	total := max(sum, st.DurationMS)
+	for i := range ps {
+		ps[i].Style = template.CSS(fmt.Sprintf("width:%.3f%%", ps[i].MS/total*100))
+	}
+	return ps
+}
+
+// marks are the step's actions' marks, placed in percent of the viewport;
+// problem says why there are marks to draw but none is drawn.
+func marks(s *Step) (out []Mark, problem string) {
+	has := false
+	for _, a := range s.Actions {
+		has = has || a.Mark != nil
+	}
+	switch {
+	case !has || s.Image == "":
+		return nil, ""
+	case s.Viewport == nil || !(s.Viewport.Width > 0) || !(s.Viewport.Height > 0) || !finite(s.Viewport.Width) || !finite(s.Viewport.Height):
+		return nil, "where the actions landed is not drawn: the trace does not record the viewport's size"
+	}
+	vw, vh := s.Viewport.Width, s.Viewport.Height
+	for i, a := range s.Actions {
+		m := a.Mark
+		if m == nil {
+			continue
+		}
+		if b := m.Box; b != nil && finite(b[0]) && finite(b[1]) && finite(b[2]) && finite(b[3]) && b[2] >= 0 && b[3] >= 0 {
+			out = append(out, Mark{Step: s.Step.Step, Action: i + 1, Kind: "box", X: b[0], Y: b[1], W: b[2], H: b[3],
+				Style: template.CSS(fmt.Sprintf("left:%.4f%%;top:%.4f%%;width:%.4f%%;height:%.4f%%", b[0]/vw*100, b[1]/vh*100, b[2]/vw*100, b[3]/vh*100))})
+		}
+		if p := m.Point; p != nil && finite(p[0]) && finite(p[1]) {
+			out = append(out, Mark{Step: s.Step.Step, Action: i + 1, Kind: "point", X: p[0], Y: p[1],
+				Style: template.CSS(fmt.Sprintf("left:%.4f%%;top:%.4f%%", p[0]/vw*100, p[1]/vh*100))})
+		}
+	}
+	return out, ""
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
