@@ -96,12 +96,14 @@ func (e *RequestError) Unwrap() error { return ErrRequestFailed }
 
 // Describe says what became of r, in one line for the model: "POST
 // http://host/submit answered 500", "... failed: net::ERR_...", "... was
-// blocked (net::ERR_BLOCKED_BY_CLIENT)", "... has no answer yet
+// blocked by policy", "... has no answer yet
 // (unconfirmed)". The URL is shown without its query and fragment, which
 // may hold secrets, and clipped.
 func (r Request) Describe() string {
 	head := strings.ToUpper(r.Method) + " " + ShortURL(r.URL)
 	switch {
+	case r.Blocked && strings.HasPrefix(r.Error, "blocked"):
+		return head + " was " + r.Error
 	case r.Blocked:
 		return head + " was blocked (" + r.Error + ")"
 	case r.Canceled:

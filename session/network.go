@@ -190,7 +190,13 @@ func (l *netLog) record(ev cdp.Event) {
 				}
 				ent.req.Canceled = e.Canceled
 				ent.req.Blocked = e.BlockedReason != "" || strings.Contains(e.ErrorText, "ERR_BLOCKED_BY")
-				if e.BlockedReason != "" {
+				switch e.BlockedReason {
+				case "":
+				case "inspector":
+					// Failed through Fetch: by a watchdog of the session,
+					// the security watchdog's URL policy.
+					ent.req.Error = "blocked by policy"
+				default:
 					ent.req.Error += " (" + e.BlockedReason + ")"
 				}
 			}

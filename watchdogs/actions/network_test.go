@@ -65,6 +65,9 @@ func formSite(t testing.TB) *httptest.Server {
 		fmt.Fprint(w, `<!doctype html><html><body>Not here</body></html>`)
 	})
 	srv := httptest.NewServer(mux)
+	// A page on 127.0.0.1 framing /xhr from localhost: another site, so
+	// the frame is a target of its own (out of process).
+	mux.HandleFunc("/outer", page(`<!doctype html><html><body><iframe src="`+strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)+`/xhr"></iframe></body></html>`))
 	t.Cleanup(func() {
 		close(release)
 		srv.Close()
@@ -236,5 +239,18 @@ func TestNavigationTo404StatesStatus(t *testing.T) {
 	o := res.Outcome
 	if o.Verdict != events.VerdictNavigated || !strings.Contains(o.Detail, "GET "+srv.URL+"/missing answered 404") {
 		t.Fatalf("outcome = %s %q", o.Verdict, o.Detail)
+	}
+}
+
+func TestCrossSiteFrameRequestIsListed(t *testing.T) {
+	srv := formSite(t)
+	at := startSite(t, session.Profile{}, srv.URL+"/outer")
+	fs := at.frame("localhost")
+	res, err := bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: at.node(fs, "#send")})
+	if !errors.Is(err, events.ErrRequestFailed) {
+		t.Fatalf("err = %v (outcome %+v)", err, res.Outcome)
+	}
+	if r, ok := find(res.Outcome.Requests, "POST", "/api"); !ok || r.Status != 422 || !strings.HasPrefix(r.URL, "http://localhost:") {
+		t.Fatalf("requests = %+v", res.Outcome.Requests)
 	}
 }

@@ -1,0 +1,50 @@
+package session_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/session"
+	"github.com/browseragent/browseragent/watchdogs/actions"
+	"github.com/browseragent/browseragent/watchdogs/security"
+)
+
+// TestBlockedRequestFailsTheAction: a fetch POST the URL policy refuses
+// (the security watchdog pauses it with Fetch and fails it) is listed as
+// blocked, and the action that sent it failed.
+func TestBlockedRequestFailsTheAction(t *testing.T) {
+	hits := make(chan struct{}, 10)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api", func(w http.ResponseWriter, _ *http.Request) {
+		hits <- struct{}{}
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	refused := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/api"
+	mux.HandleFunc("/page", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!doctype html><html><body><button id="b" onclick="fetch('%s', {method: 'POST', body: 'x'}).catch(() => {})">Send</button></body></html>`, refused)
+	})
+
+	s, _ := start(t, session.Profile{ProhibitedDomains: []string{"localhost"}},
+		session.WithWatchdogs(actions.New(actions.Config{}), security.New(security.Config{})))
+	navigate(t, s, srv.URL+"/page", false)
+	res, err := bus.Call(ctxT(t), s.Bus(), events.ClickElement, events.ClickElementEvent{Target: element(t, s, "#b")})
+	var re *events.RequestError
+	if !errors.Is(err, events.ErrRequestFailed) || !errors.As(err, &re) || !re.Request.Blocked {
+		t.Fatalf("err = %v (%+v), want a blocked request's failure; outcome %+v", err, re, res.Outcome)
+	}
+	if res.Outcome.Verdict != events.VerdictFailed || !strings.Contains(res.Outcome.Detail, "POST "+refused+" was blocked by policy") {
+		t.Fatalf("outcome %s %q", res.Outcome.Verdict, res.Outcome.Detail)
+	}
+	if len(hits) != 0 {
+		t.Fatalf("the refused request reached the server")
+	}
+}
