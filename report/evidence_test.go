@@ -1,0 +1,182 @@
+package report
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/browseragent/browseragent/agent"
+	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/testbrowser"
+	"github.com/browseragent/browseragent/trace"
+)
+
+// hostile is text a page or a model could put in a URL, a reason or a note:
+// it must reach the report as text, never run.
+const hostile = `<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">`
+
+// evidenceTrace writes a hand-written history through the agent's trace
+// observer path (trace.StepRecord): one step whose actions caused requests
+// (one failed with a status, one with a network error, one pending, one
+// hostile URL), with two hand-offs to a person, and a step whose marks
+// cannot be placed (no viewport recorded).
+func evidenceTrace(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	shot := filepath.Join(dir, "step_1.png")
+	writePNG(t, shot, 64, 40)
+	box := &[4]float64{10, 20, 30, 40}
+	items := []agent.HistoryItem{{
+		Step: 1, StartedAt: time.Unix(0, 0), EndedAt: time.Unix(2, 0),
+		ObserveTime: 300 * time.Millisecond, ModelTime: 1200 * time.Millisecond, ActionsTime: 400 * time.Millisecond,
+		Usage: llm.Usage{PromptTokens: 1500, CompletionTokens: 80},
+		State: agent.StateRecord{URL: "http://127.0.0.1/apply", ScreenshotPath: shot, Viewport: &agent.Viewport{Width: 640, Height: 400}},
+		Actions: []agent.ActionRecord{
+			{Name: "click", Params: json.RawMessage(`{"index":4}`), Verdict: events.VerdictFailed, Error: "POST http://127.0.0.1/submit answered 500",
+				Mark: &agent.ActionMark{Box: box, Point: &[2]float64{25, 40}},
+				Requests: []events.Request{
+					{Method: "POST", URL: "http://127.0.0.1/submit", Type: "Document", Status: 500},
+					{Method: "GET", URL: "http://127.0.0.1/style.css", Type: "Stylesheet", Status: 200},
+					{Method: "GET", URL: "http://tracker.test/px?q=" + hostile, Type: "Image", Error: "blocked by policy"},
+					{Method: "POST", URL: "http://127.0.0.1/autosave", Type: "XHR", Pending: true},
+				}},
+			{Name: "scroll", Params: json.RawMessage(`{}`), Verdict: events.VerdictChanged},
+		},
+		Handoffs: []agent.Handoff{
+			{By: "model", Reason: "solve the CAPTCHA " + hostile, Via: "live view", Note: "logged in as ada " + hostile, Duration: 90 * time.Second,
+				URLBefore: "http://127.0.0.1/login", URLAfter: "http://127.0.0.1/home", Changed: true},
+			{By: "policy:captcha", Reason: "a reCAPTCHA frame", Declined: true, Duration: 4 * time.Second, URLBefore: "http://127.0.0.1/home", URLAfter: "http://127.0.0.1/home"},
+		},
+	}, {
+		Step: 2, StartedAt: time.Unix(2, 0), EndedAt: time.Unix(3, 0),
+		State:   agent.StateRecord{URL: "http://127.0.0.1/home", ScreenshotPath: shot},
+		Actions: []agent.ActionRecord{{Name: "hover", Params: json.RawMessage(`{"index":9}`), Verdict: events.VerdictNoChange, Mark: &agent.ActionMark{Box: box}}},
+	}}
+	path := filepath.Join(dir, "trace.jsonl")
+	w, err := trace.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		if err := w.Write(trace.TypeStep, trace.StepRecord(dir, it)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Each action's requests are listed under it, failed and pending ones
+// marked in words and colour; each hand-off says who asked, why, via what,
+// for how long, where the page was before and after, and what the person
+// noted. Hostile text in a URL, a reason or a note stays text.
+func TestReportShowsRequestsAndHandoffs(t *testing.T) {
+	path := evidenceTrace(t)
+	out := filepath.Join(filepath.Dir(path), "report.html")
+	if err := WriteFile(path, out); err != nil {
+		t.Fatal(err)
+	}
+	env := testbrowser.Start(t)
+	pg := env.NewPage(t, "file://"+out)
+	var f struct {
+		Pwned    any
+		Scripts  int
+		Requests []struct {
+			Class, Status, URL string
+		}
+		Handoffs     []string
+		Marks        []string
+		MarksProblem string
+		Timeline     string
+	}
+	pg.Eval(t, `(() => ({
+		Pwned: window.__pwned === undefined ? null : window.__pwned,
+		Scripts: document.scripts.length,
+		Requests: [...document.querySelectorAll('tr.request')].map(r => ({
+			Class: r.className, Status: r.cells[3].textContent, URL: r.cells[1].textContent,
+		})),
+		Handoffs: [...document.querySelectorAll('tr.handoff')].map(r => r.textContent.replace(/\s+/g, ' ').trim()),
+		Marks: [...document.querySelectorAll('.mark')].map(m => m.dataset.step + '/' + m.dataset.action + '/' + m.dataset.kind),
+		MarksProblem: (document.querySelector('section.step[data-step="2"] .marks-problem') || {}).textContent || '',
+		Timeline: document.querySelector('.timeline .timeline-text').textContent,
+	}))()`, &f)
+	if f.Pwned != nil || f.Scripts != 0 {
+		t.Fatalf("hostile text ran: __pwned=%v, %d scripts in the page", f.Pwned, f.Scripts)
+	}
+	want := []struct{ class, status string }{
+		{"request req-failed", "failed: 500"},
+		{"request", "200"},
+		{"request req-failed", "failed: blocked by policy"},
+		{"request req-pending", "pending (no answer yet)"},
+	}
+	if len(f.Requests) != len(want) {
+		t.Fatalf("requests %+v", f.Requests)
+	}
+	for i, w := range want {
+		if f.Requests[i].Class != w.class || f.Requests[i].Status != w.status {
+			t.Errorf("request %d: class %q status %q; want %q %q", i, f.Requests[i].Class, f.Requests[i].Status, w.class, w.status)
+		}
+	}
+	if f.Requests[2].URL != "http://tracker.test/px?q="+hostile {
+		t.Errorf("hostile URL shown as %q", f.Requests[2].URL)
+	}
+	if len(f.Handoffs) != 2 {
+		t.Fatalf("hand-offs %q", f.Handoffs)
+	}
+	for _, w := range []string{"asked by model: solve the CAPTCHA " + hostile, "via live view", "1m30s",
+		"http://127.0.0.1/login → http://127.0.0.1/home", "done; the page changed", "note: logged in as ada " + hostile} {
+		if !strings.Contains(f.Handoffs[0], w) {
+			t.Errorf("hand-off %q lacks %q", f.Handoffs[0], w)
+		}
+	}
+	if h := f.Handoffs[1]; !strings.Contains(h, "asked by policy:captcha: a reCAPTCHA frame") || !strings.Contains(h, "declined") || strings.Contains(h, "→") {
+		t.Errorf("declined hand-off %q", h)
+	}
+	// Step 1: the click's box and point; step 2 recorded no viewport, so
+	// its hover is not drawn, and the report says why.
+	if strings.Join(f.Marks, " ") != "1/1/box 1/1/point" || !strings.Contains(f.MarksProblem, "viewport") {
+		t.Errorf("marks %v, problem %q", f.Marks, f.MarksProblem)
+	}
+	for _, w := range []string{"observe 300 ms", "model 1200 ms", "actions 400 ms", "tokens"} {
+		if !strings.Contains(f.Timeline, w) {
+			t.Errorf("timeline %q lacks %q", f.Timeline, w)
+		}
+	}
+}
+
+// The timeline's bar gives each phase its share of the step; the marks'
+// styles are numbers only, whatever the trace holds.
+func TestEvidenceGeometry(t *testing.T) {
+	ps := phases(trace.Step{DurationMS: 2000, ObserveMS: 500, ModelMS: 1000, ActionsMS: 250})
+	if len(ps) != 3 || ps[0].Style != "width:25.000%" || ps[1].Style != "width:50.000%" || ps[2].Style != "width:12.500%" {
+		t.Fatalf("phases %+v", ps)
+	}
+	if ps := phases(trace.Step{DurationMS: 100, ObserveMS: 150, ModelMS: 50}); ps[0].Style != "width:75.000%" {
+		t.Fatalf("phases longer than the step: %+v", ps)
+	}
+	if ps := phases(trace.Step{DurationMS: 100}); ps != nil {
+		t.Fatalf("no timeline recorded: %+v", ps)
+	}
+	s := &Step{Step: trace.Step{Step: 4, Viewport: &agent.Viewport{Width: 800, Height: 400}, Actions: []trace.Action{
+		{Name: "navigate"},
+		{Name: "click", Mark: &agent.ActionMark{Box: &[4]float64{80, 100, 160, 40}, Point: &[2]float64{160, 120}}},
+		{Name: "click", Mark: &agent.ActionMark{Point: &[2]float64{400, 200}}},
+	}}, Image: "data:image/png;base64,AA=="}
+	ms, problem := marks(s)
+	if problem != "" || len(ms) != 3 {
+		t.Fatalf("marks %+v %q", ms, problem)
+	}
+	if ms[0].Action != 2 || ms[0].Style != "left:10.0000%;top:25.0000%;width:20.0000%;height:10.0000%" ||
+		ms[1].Kind != "point" || ms[1].Style != "left:20.0000%;top:30.0000%" || ms[2].Action != 3 || ms[2].Style != "left:50.0000%;top:50.0000%" {
+		t.Fatalf("marks %+v", ms)
+	}
+	s.Image = ""
+	if ms, _ := marks(s); ms != nil {
+		t.Fatalf("marks without a screenshot: %+v", ms)
+	}
+}
