@@ -66,7 +66,23 @@ type reportFacts struct {
 // shows the page after the steps that changed it (the next step's
 // screenshot, and for the stopped last step the one taken after its
 // actions); and gives every step with a model call its three phases.
+//
+// It runs twice: at device scale 1 with the screenshot shrunk for the
+// model (1280x800 CSS px as 1024x640), and at device scale 2 unbounded
+// (1000x700 CSS px as 2000x1400).
 func TestReportMarksWhereActionsLanded(t *testing.T) {
+	t.Run("shrunk", func(t *testing.T) {
+		testMarks(t, session.Profile{}, 0)
+	})
+	t.Run("dpr2", func(t *testing.T) {
+		testMarks(t, session.Profile{ViewportWidth: 1000, ViewportHeight: 700, DeviceScaleFactor: 2}, 2)
+	})
+}
+
+// testMarks runs the scripted run in a session with prof's viewport; a
+// non-zero scale also lifts the screenshot's size bound and checks the
+// image is that many pixels per CSS pixel.
+func testMarks(t *testing.T, prof session.Profile, scale float64) {
 	env := testbrowser.Start(t)
 	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Join("testdata", "marks"))))
 	t.Cleanup(srv.Close)
@@ -78,7 +94,8 @@ func TestReportMarksWhereActionsLanded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew},
+	prof.CDPURL, prof.ConnectTab = env.Browser.WebSocketURL(), session.ConnectTabNew
+	s := session.New(prof,
 		session.WithWatchdogs(actions.New(actions.Config{}), dom.New(dom.Config{}), screenshot.New(screenshot.Config{})),
 		session.WithBusHook(tw.ObserveBus))
 	if err := s.Start(ctx); err != nil {
@@ -122,10 +139,14 @@ func TestReportMarksWhereActionsLanded(t *testing.T) {
 		}
 		return agent.Decision{Allow: true}, nil
 	})
-	a, err := agent.New("Open "+srv.URL+"/form.html, greet Ada, then finish on the next page.", model, s, agent.Settings{
+	set := agent.Settings{
 		RunDir: dir, Vision: agent.VisionOn, MaxSteps: 8, Approver: approve,
 		Observers: []agent.Observer{trace.NewAgentObserver(tw, dir)},
-	})
+	}
+	if scale > 0 {
+		set.ScreenshotMaxWidth, set.ScreenshotMaxHeight = -1, -1
+	}
+	a, err := agent.New("Open "+srv.URL+"/form.html, greet Ada, then finish on the next page.", model, s, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,13 +197,6 @@ func TestReportMarksWhereActionsLanded(t *testing.T) {
 			t.Errorf("step %d viewport %+v, the page's is %+v", it.Step, it.State.Viewport, vp)
 		}
 	}
-	for _, it := range h.Items {
-		for _, ac := range it.Actions {
-			if oc := ac.Result.Outcome; oc != nil {
-				t.Logf("step %d %s: %s; before %s after %s", it.Step, ac.Name, ac.Verdict, oc.Before.Fingerprint, oc.After.Fingerprint)
-			}
-		}
-	}
 	last := h.Items[len(h.Items)-1]
 	if last.Step != 3 || !strings.HasPrefix(last.State.AfterScreenshotPath, filepath.Join(dir, "screenshots", "step_3_after.")) {
 		for _, ac := range last.Actions {
@@ -212,7 +226,11 @@ func TestReportMarksWhereActionsLanded(t *testing.T) {
 		if width != 0 {
 			continue
 		}
-		t.Logf("screenshot %dx%d px for a %gx%g viewport, shown %gx%g", f.Marks[0].Natural[0], f.Marks[0].Natural[1], vp.W, vp.H, f.Marks[0].ImgWidth, f.Marks[0].ImgHeight)
+		nat := f.Marks[0].Natural
+		t.Logf("screenshot %dx%d px for a %gx%g viewport, shown %gx%g", nat[0], nat[1], vp.W, vp.H, f.Marks[0].ImgWidth, f.Marks[0].ImgHeight)
+		if scale > 0 && (float64(nat[0]) != vp.W*scale || float64(nat[1]) != vp.H*scale) {
+			t.Errorf("screenshot %dx%d px, want %g px per CSS px of %gx%g", nat[0], nat[1], scale, vp.W, vp.H)
+		}
 		checkAfters(t, f)
 		checkPhases(t, f)
 	}
