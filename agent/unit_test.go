@@ -539,7 +539,7 @@ func TestRegistryErrors(t *testing.T) {
 	if !r.Remove("evaluate") || r.Remove("evaluate") {
 		t.Fatal("remove")
 	}
-	if got := len(r.Names()); got != 24 {
+	if got := len(r.Names()); got != 25 {
 		t.Fatalf("%d actions after removing evaluate", got)
 	}
 }
