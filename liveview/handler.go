@@ -44,6 +44,12 @@ type Handler struct {
 	// terminal (the line is the note). Values sent before the hand-off
 	// began are discarded. Optional.
 	Signal <-chan string
+	// Ask is a third way, run alongside the others after Announce: a
+	// question to the person elsewhere, such as an MCP client's
+	// elicitation. Its answer (or its error, agent.ErrNoHuman when nobody
+	// can be asked) ends the hand-off; its ctx ends when another way did,
+	// and Handoff waits for it to return. Optional.
+	Ask func(ctx context.Context, a Announcement) (agent.HumanResponse, error)
 }
 
 var _ agent.HumanHandler = (*Handler)(nil)
@@ -59,10 +65,29 @@ func (h *Handler) Handoff(ctx context.Context, req agent.HumanRequest) (agent.Hu
 	}
 	defer release()
 	h.drain()
+	a := Announcement{URL: h.Server.URL(), Request: req, Headful: h.Server.s.Profile().Headful}
 	if h.Announce != nil {
-		h.Announce(Announcement{URL: h.Server.URL(), Request: req, Headful: h.Server.s.Profile().Headful})
+		h.Announce(a)
+	}
+	var asked chan askResult // nil: never ready
+	if h.Ask != nil {
+		actx, cancel := context.WithCancel(ctx)
+		asked = make(chan askResult, 1)
+		go func() {
+			resp, err := h.Ask(actx, a)
+			asked <- askResult{resp, err}
+		}()
+		defer func() {
+			cancel()
+			if asked != nil {
+				<-asked // the goroutine has returned: nothing outlives Handoff
+			}
+		}()
 	}
 	select {
+	case r := <-asked:
+		asked = nil
+		return r.resp, r.err
 	case note := <-done:
 		return agent.HumanResponse{Via: ViaLiveView, Note: note}, nil
 	case note, ok := <-h.Signal:
@@ -80,6 +105,11 @@ func (h *Handler) Handoff(ctx context.Context, req agent.HumanRequest) (agent.Hu
 	case <-ctx.Done():
 		return agent.HumanResponse{}, ctxErr(ctx)
 	}
+}
+
+type askResult struct {
+	resp agent.HumanResponse
+	err  error
 }
 
 // drain discards what Signal holds from before the hand-off.

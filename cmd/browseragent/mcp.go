@@ -39,6 +39,7 @@ type mcpFlags struct {
 	httpAddr    string
 	allowRemote bool
 	tokenEnv    string
+	human       mcpHumanFlags
 }
 
 func (f *mcpFlags) register(fs *flag.FlagSet) {
@@ -55,6 +56,7 @@ func (f *mcpFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.uploads, "upload-files", "", "comma-separated local files the upload tool may send to pages (default: none)")
 	fs.StringVar(&f.httpAddr, "http", "", "serve streamable HTTP on this address (host:port, e.g. 127.0.0.1:8931) instead of stdio; the endpoint is /mcp")
 	fs.BoolVar(&f.allowRemote, "http-allow-remote", false, "allow --http on an address other than loopback (anyone who reaches it drives the browser)")
+	f.human.register(fs)
 	fs.StringVar(&f.tokenEnv, "http-token-env", "", "over HTTP, require the header 'Authorization: Bearer <token>', the token read from this environment variable")
 }
 
@@ -82,6 +84,9 @@ func runMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	set := agent.Settings{AvailableFilePaths: splitList(f.uploads)}
 	if err := f.agent.apply(&set, f.model, f.baseURL); err != nil {
+		return err
+	}
+	if err := f.human.apply(&set); err != nil {
 		return err
 	}
 	var token string
@@ -135,6 +140,10 @@ func runMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 		runSettings := set
 		runSettings.ExtractModel, runSettings.Logger = model, log.Named("agent")
+		hand := f.human.handoff()
+		if hand != nil {
+			runSettings.Human = hand
+		}
 		d, err := startDriven(ctx, drivenConfig{
 			flags:    &df,
 			kind:     "mcp",
@@ -145,9 +154,12 @@ func runMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 		if err != nil {
 			return nil, err
 		}
+		if err := hand.bind(d.Session); err != nil {
+			return nil, errors.Join(fmt.Errorf("--live-addr: %w", err), d.Close())
+		}
 		fmt.Fprintf(stderr, "browseragent mcp: browser started; trace: %s\n", d.Trace)
 		return &mcpserver.Browser{Driver: d.Driver, Ready: d.Session.Ready, Trace: d.Trace, Close: func() error {
-			err := d.Close()
+			err := errors.Join(hand.close(), d.Close())
 			fmt.Fprintf(stderr, "browseragent mcp: browser closed; trace: %s, report: %s\n", d.Trace, d.Report)
 			return err
 		}}, nil

@@ -49,6 +49,8 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	asJSON := fs.Bool("json", false, "print the run result as JSON")
 	record := fs.Bool("record", false, "record a screencast of the run into OUT/frames; the report shows it as a filmstrip")
 	otel := fs.Bool("otel", false, "export OpenTelemetry spans (run, steps, model calls, actions) over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318)")
+	var hf humanFlags
+	hf.register(fs)
 	secrets := secretFlags{}
 	fs.Var(secrets, "secret-env", "a secret the model may use as <secret>name</secret>, read from an environment variable: name=ENVVAR (repeatable); it never appears in prompts, history or trace")
 	fs.Usage = func() {
@@ -66,6 +68,10 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	set := agent.Settings{MaxSteps: *maxSteps}
 	if err := af.apply(&set, *model, *baseURL); err != nil {
+		return err
+	}
+	stdinTTY := stdinIsTerminal()
+	if err := hf.check(stdinTTY); err != nil {
 		return err
 	}
 	dir := *outDir
@@ -89,6 +95,7 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		task: fs.Arg(0), model: m, browser: bf, outDir: dir, tracePath: *tracePath, reportPath: *reportPath,
 		settings: set,
 		quiet:    *asJSON || !terminal, secrets: secrets, otel: *otel, record: *record,
+		human: hf, stdinTTY: stdinTTY,
 	}, stderr)
 	printOutcome(stdout, out, *asJSON)
 	if errors.Is(err, agent.ErrBudgetExceeded) {

@@ -33,6 +33,11 @@ type runConfig struct {
 	secrets               map[string]string
 	otel                  bool // export OpenTelemetry spans over OTLP/HTTP
 	record                bool // screencast frames into OUT/frames for the report
+	// human is --human, --human-timeout and --live-addr, checked; the zero
+	// value is off. stdinTTY says whether stdin is a terminal (Enter ends a
+	// hand-off).
+	human    humanFlags
+	stdinTTY bool
 }
 
 // runOutcome is what a run leaves behind.
@@ -88,6 +93,16 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 	}
 
 	set := cfg.settings
+	hs, err := cfg.human.setup(s, os.Stdin, cfg.stdinTTY, progress)
+	if err != nil {
+		stopSession(s)
+		closeTrace()
+		return nil, err
+	}
+	set.Human = hs.handler
+	if cfg.human.timeout > 0 {
+		set.HumanTimeout = cfg.human.timeout
+	}
 	set.RunDir = cfg.outDir
 	set.SensitiveData = cfg.secrets
 	traced := trace.NewAgentObserver(tw, filepath.Dir(out.Trace))
@@ -113,11 +128,15 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 	}
 	a, err := agent.New(cfg.task, cfg.model, s, set)
 	if err != nil {
+		hs.close()
 		stopSession(s)
 		closeTrace()
 		return nil, err
 	}
 	res, runErr := a.Run(ctx)
+	if err := hs.close(); err != nil {
+		fmt.Fprintf(os.Stderr, "live view: %v\n", err)
+	}
 	out.Result = res
 	errors.As(runErr, &out.Budget)
 	if err := traced.Err(); err != nil {
