@@ -131,8 +131,9 @@ type Agent struct {
 	// it and HumanTimeout, not by the step's deadline.
 	runCtx context.Context
 	// handoffs are the step's hand-offs so far; handoffFrom is when its
-	// first began (the step's deadline passing after it is not the step's
-	// fault); asked maps a policy and page to the step that handed it off.
+	// request_human began (the step's deadline passing after it is not the
+	// step's fault); asked maps a policy and page to the step that handed
+	// it off.
 	handoffs    []Handoff
 	handoffFrom time.Time
 	asked       map[string]int

@@ -234,7 +234,9 @@ func (a *Agent) handoff(stepCtx context.Context, by, reason string, st *events.B
 	deadline, _ := hctx.Deadline()
 	req := HumanRequest{Reason: reason, By: by, Step: a.curStep, URL: h.URLBefore, Title: a.secrets.scrub(before.title), TabID: a.browser.FocusedTab(), Deadline: deadline}
 	start := time.Now()
-	if a.handoffFrom.IsZero() {
+	if by == "model" && a.handoffFrom.IsZero() {
+		// request_human ends the batch: nothing of the step runs on its
+		// context after this (a policy hand-off restarts the clock instead).
 		a.handoffFrom = start
 	}
 	a.log.Info("agent: handing the browser to a person", zap.Int("step", a.curStep), zap.String("by", by))

@@ -524,3 +524,40 @@ func TestHandoffSettings(t *testing.T) {
 		t.Fatalf("nil policy: %v", err)
 	}
 }
+
+// A policy hand-off longer than the step timeout: the step's clock resumes
+// after it, so the model call that follows has the step's time left.
+func TestHandoffPolicyOutlastsStepTimeout(t *testing.T) {
+	env, s := newSession(t)
+	const stepTimeout = 8 * time.Second
+	p := &person{act: func(ctx context.Context, _ agent.HumanRequest) (agent.HumanResponse, error) {
+		tm := time.NewTimer(stepTimeout + time.Second) // the person takes longer than the step may
+		defer tm.Stop()
+		select {
+		case <-ctx.Done():
+			return agent.HumanResponse{}, ctx.Err()
+		case <-tm.C:
+		}
+		if err := evalOnPage(ctx, s, `document.getElementById('captcha').remove(); true`); err != nil {
+			return agent.HumanResponse{}, err
+		}
+		return agent.HumanResponse{Note: "solved"}, nil
+	}}
+	model := scripted.New([]scripted.Step{
+		{WaitFor: "solved", Action: "click", Label: "Pay"},
+		{WaitFor: "Paid", Action: "done", Params: map[string]any{"text": "paid", "success": true}},
+	})
+	set := settings(t)
+	set.Human = p
+	set.HandoffPolicies = loopbackCaptcha()
+	set.StepTimeout = stepTimeout
+	a := newAgent(t, "Open "+env.URL("/agent-captcha.html")+" and pay.", model, s, set)
+	res := run(t, a, model)
+	if !res.Done || !res.Success || len(res.Errors) > 0 {
+		t.Fatalf("result %+v", res)
+	}
+	it := a.History().Items[1]
+	if it.Error != "" || len(it.Handoffs) != 1 || it.EndedAt.Sub(it.StartedAt) <= stepTimeout {
+		t.Fatalf("step %+v", it)
+	}
+}
