@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"time"
 
 	"github.com/browseragent/browseragent/trace"
 )
@@ -25,7 +26,7 @@ type Mark struct {
 
 // Phase is one part of a step's timeline.
 type Phase struct {
-	Name string // "observe", "model" or "actions"
+	Name string // "observe", "model", "actions" or "person" (hand-offs)
 	MS   float64
 	// Style is the phase's share of the step's bar.
 	Style template.CSS
@@ -70,6 +71,14 @@ func changedPage(acts []trace.Action) bool {
 // phases' sum when that is longer (clocks read apart).
 func phases(st trace.Step) []Phase {
 	ps := []Phase{{Name: "observe", MS: st.ObserveMS}, {Name: "model", MS: st.ModelMS}, {Name: "actions", MS: st.ActionsMS}}
+	// A person's time (hand-offs) is its own phase: it is not the agent's.
+	person := 0.0
+	for _, h := range st.Handoffs {
+		person += float64(h.Duration) / float64(time.Millisecond)
+	}
+	if person > 0 {
+		ps = append(ps, Phase{Name: "person", MS: person})
+	}
 	sum := 0.0
 	for i := range ps {
 		if !finite(ps[i].MS) || ps[i].MS < 0 {

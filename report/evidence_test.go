@@ -142,7 +142,7 @@ func TestReportShowsRequestsAndHandoffs(t *testing.T) {
 	if strings.Join(f.Marks, " ") != "1/1/box 1/1/point" || !strings.Contains(f.MarksProblem, "viewport") {
 		t.Errorf("marks %v, problem %q", f.Marks, f.MarksProblem)
 	}
-	for _, w := range []string{"observe 300 ms", "model 1200 ms", "actions 400 ms", "tokens"} {
+	for _, w := range []string{"observe 300 ms", "model 1200 ms", "actions 400 ms", "person 94000 ms", "tokens"} {
 		if !strings.Contains(f.Timeline, w) {
 			t.Errorf("timeline %q lacks %q", f.Timeline, w)
 		}

@@ -1,7 +1,11 @@
 // Package report turns an audit trace into one self-contained HTML file: the
-// run's result, a timeline of steps with their screenshots (embedded), the
-// model's evaluation, memory and goal, each action with its verdict and
-// evidence, the requests the URL policy refused (per step, by host, and
+// run's result, a timeline of steps with their screenshots (embedded) marked
+// where each action landed (the element's box, the click point) and the
+// page after the actions that changed it, each step's own timeline
+// (observe, model, actions, a person's hand-offs), the model's evaluation,
+// memory and goal, each action with its verdict, evidence and the network
+// requests it caused, the step's hand-offs to a person, the requests the
+// URL policy refused (per step, by host, and
 // one row per request), errors, timings, the tokens by kind (input,
 // cached, cache writes, output, reasoning) and the cost per step, per model
 // call and for the run, and the bus's event counts.
