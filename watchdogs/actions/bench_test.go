@@ -65,3 +65,31 @@ func BenchmarkClickRawCDP(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkClickNetwork measures what recording requests (Network.enable
+// on every target, the outcome's request look) costs a click that sends
+// no request: "changed" adds an element (no settle wait), "no_change"
+// does nothing (the 150 ms settle look), each with the recording on and
+// off (Profile.NoRequestEvidence).
+func BenchmarkClickNetwork(b *testing.B) {
+	srv := formSite(b)
+	for _, c := range []struct{ name, sel string }{{"changed", "#grow"}, {"no_change", "#noop"}} {
+		for _, off := range []bool{false, true} {
+			name := c.name + "/recording"
+			if off {
+				name = c.name + "/off"
+			}
+			b.Run(name, func(b *testing.B) {
+				at := startSite(b, session.Profile{NoRequestEvidence: off}, srv.URL+"/xhr")
+				el := at.el(c.sel)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					res, err := bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: el})
+					if err != nil || len(res.Outcome.Requests) != 0 {
+						b.Fatalf("click: %v (%+v)", err, res.Outcome)
+					}
+				}
+			})
+		}
+	}
+}

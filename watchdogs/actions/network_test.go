@@ -48,7 +48,8 @@ func formSite(t testing.TB) *httptest.Server {
 	mux.HandleFunc("/thanks", page(`<!doctype html><html><body><h1>Thanks</h1></body></html>`))
 	mux.HandleFunc("/xhr", page(`<!doctype html><html><body><button id="send" onclick="fetch('/api', {method: 'POST', body: 'q=1'}).catch(() => {})">Save</button>`+
 		`<button id="slow" onclick="fetch('/hang', {method: 'POST'}).catch(() => {})">Slow</button>`+
-		`<button id="noop" onclick="void 0">Nothing</button></body></html>`))
+		`<button id="noop" onclick="void 0">Nothing</button>`+
+		`<button id="grow" onclick="document.body.appendChild(document.createElement('p'))">Grow</button></body></html>`))
 	mux.HandleFunc("/api", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusUnprocessableEntity)
 		fmt.Fprint(w, `{"error":"invalid"}`)
