@@ -383,15 +383,19 @@ func (c *Conn) readLoop() {
 			}
 			return
 		}
-		if ce := c.log.Check(zap.DebugLevel, "recv"); ce != nil {
-			ce.Write(zap.ByteString("msg", truncate(redactTyped(data))))
-		}
 		var msg wireMsg
 		if err := jsonv2.Unmarshal(data, &msg, decodeOpts); err != nil {
 			if !c.handleUndecodable(data, err) {
 				return
 			}
 			continue
+		}
+		// The envelope only: what the browser sends is page content, which
+		// holds what was typed into the page (a password field's value is
+		// in its shadow DOM's text), so it never reaches the log.
+		if ce := c.log.Check(zap.DebugLevel, "recv"); ce != nil {
+			ce.Write(zap.Int64("id", msg.ID), zap.String("method", msg.Method), zap.String("session", string(msg.SessionID)),
+				zap.Int("bytes", len(data)), zap.Bool("error", msg.Error != nil))
 		}
 		if msg.ID != 0 {
 			c.handleReply(&msg)

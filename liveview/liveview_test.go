@@ -409,3 +409,28 @@ func TestConfigAndErrors(t *testing.T) {
 		t.Fatalf("no server: %v", err)
 	}
 }
+
+func jsonDecode(resp *http.Response, v any) error {
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s: %d %s", resp.Request.URL.Path, resp.StatusCode, b)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+func postOK(ctx context.Context, u, body string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("POST %s %s: %d %s", req.URL.Path, body, resp.StatusCode, b)
+	}
+	return nil
+}
