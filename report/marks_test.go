@@ -250,6 +250,8 @@ func checkMarks(t *testing.T, width int, f reportFacts, vw, vh float64) {
 	if len(f.Marks) != len(want) {
 		t.Fatalf("width %d: %d marks, want %d: %+v", width, len(f.Marks), len(want), f.Marks)
 	}
+	worst := 0.0 // the largest distance of a box's edge from the element's, in shown pixels
+	defer func() { t.Logf("shown %g px wide: boxes within %.2f px of the elements", f.Marks[0].ImgWidth, worst) }()
 	for i, w := range want {
 		m := f.Marks[i]
 		if m.Step != w.step || m.Section != w.step || m.Action != w.action || m.Kind != w.kind {
@@ -266,6 +268,7 @@ func checkMarks(t *testing.T, width int, f reportFacts, vw, vh float64) {
 		const tol = 2.5 // rendered pixels
 		switch w.kind {
 		case "box":
+			worst = max(worst, math.Abs(m.Left-b[0]*sx), math.Abs(m.Top-b[1]*sy), math.Abs(m.Width-b[2]*sx), math.Abs(m.Height-b[3]*sy))
 			if math.Abs(m.Left-b[0]*sx) > tol || math.Abs(m.Top-b[1]*sy) > tol || math.Abs(m.Width-b[2]*sx) > tol || math.Abs(m.Height-b[3]*sy) > tol {
 				t.Errorf("width %d: %s's box drawn at (%.1f, %.1f) %.1fx%.1f; the element is at (%.1f, %.1f) %.1fx%.1f",
 					width, w.el, m.Left, m.Top, m.Width, m.Height, b[0]*sx, b[1]*sy, b[2]*sx, b[3]*sy)
