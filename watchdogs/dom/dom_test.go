@@ -501,3 +501,33 @@ func TestDOMWStatsAndHints(t *testing.T) {
 		t.Fatalf("empty body without the empty hint: %v (stats %+v)", st.Hints, st.Stats)
 	}
 }
+
+// The observation lists the page's frames with their URLs and whether they
+// are shown (the agent's CAPTCHA policy reads them).
+func TestDOMWFramesListed(t *testing.T) {
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/agent-captcha.html"))
+	var shown, hidden *events.FrameInfo
+	deadline := time.Now().Add(testbrowser.Timeout)
+	for shown == nil || hidden == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("frames %+v", wdtest.State(t, ctx, s).Frames)
+		}
+		shown, hidden = nil, nil
+		for _, f := range wdtest.State(t, ctx, s).Frames {
+			switch {
+			case strings.HasPrefix(f.URL, env.Server.URL2+"/recaptcha/api2/anchor?k=fixture&size=normal"):
+				shown = &f
+			case strings.HasPrefix(f.URL, env.Server.URL2+"/recaptcha/api2/anchor?k=fixture&hidden=1"):
+				hidden = &f
+			}
+		}
+		if shown == nil || hidden == nil {
+			time.Sleep(100 * time.Millisecond) // the frames load on their own
+		}
+	}
+	if !shown.Visible || hidden.Visible {
+		t.Fatalf("shown %+v, hidden %+v", shown, hidden)
+	}
+}
