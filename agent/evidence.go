@@ -25,14 +25,19 @@ const AfterScreenshotTimeout = 5 * time.Second
 // when neither is known (index 0, an element without bounds, no point).
 //
 // The point is where the watchdog aimed after scrolling the element into
-// view; for an element that was off-screen in the observation it is not
-// inside the box.
+// view: for an element not wholly in view in the observation the page
+// scrolled first, so the point would not match the step's screenshot and
+// is left out.
 func (ac *ActionContext) mark(index int, point *[2]float64) *ActionMark {
 	m := &ActionMark{Point: point}
 	if st := ac.BrowserState; st != nil && index > 0 {
 		if el, ok := st.Elements[index]; ok && el.Bounds != nil {
 			b := el.Bounds
 			m.Box = &[4]float64{b.X, b.Y, b.Width, b.Height}
+			vw, vh := float64(st.Page.ViewportWidth), float64(st.Page.ViewportHeight)
+			if vw > 0 && vh > 0 && (b.X < 0 || b.Y < 0 || b.X+b.Width > vw || b.Y+b.Height > vh) {
+				m.Point = nil
+			}
 		}
 	}
 	if m.Box == nil && m.Point == nil {

@@ -37,8 +37,8 @@ func nearBox(got *[4]float64, want [4]float64) bool {
 
 // select_dropdown marks its element's box, hover the box and the point
 // the mouse went to, a coordinate click the point in CSS px (the model
-// named it in the pixels of a screenshot shrunk to 1024 of 1280), and done
-// nothing. A run ending with done takes no after screenshot.
+// named it in the pixels of a screenshot shrunk to 1024 of 1280), a click
+// on an element below the fold its box only, and done nothing. A run ending with done takes no after screenshot.
 func TestActionsRecordWhereTheyLanded(t *testing.T) {
 	_, s := newSession(t)
 	page := marksPage(t)
@@ -48,7 +48,10 @@ func TestActionsRecordWhereTheyLanded(t *testing.T) {
 		{Action: "hover", Label: "Menu"},
 		// Go's centre (90, 220) in CSS px is (72, 176) on the 0.8 screenshot.
 		{Action: "click", Params: map[string]any{"coordinate_x": 72, "coordinate_y": 176}},
-		{WaitFor: "went", Action: "done", Params: map[string]any{"text": "ok", "success": true}},
+		// Below the fold: the page scrolls before the click, so the point
+		// would not match the step's screenshot and is left out.
+		{WaitFor: "went", Action: "click", Label: "Far away"},
+		{Action: "done", Params: map[string]any{"text": "ok", "success": true}},
 	}, scripted.WithName("openai:gpt-4.1"))
 	set := settings(t)
 	set.Vision, set.CoordinateClicks = agent.VisionOn, &yes
@@ -61,7 +64,7 @@ func TestActionsRecordWhereTheyLanded(t *testing.T) {
 		t.Fatalf("result %+v; model errors %v", res, model.Errors())
 	}
 	h := a.History()
-	if len(h.Items) != 5 {
+	if len(h.Items) != 6 {
 		t.Fatalf("%d steps", len(h.Items))
 	}
 	sel, hov, clk := h.Items[1].Actions[0], h.Items[2].Actions[0], h.Items[3].Actions[0]
@@ -76,7 +79,10 @@ func TestActionsRecordWhereTheyLanded(t *testing.T) {
 		math.Abs(clk.Mark.Point[0]-90) > 1.5 || math.Abs(clk.Mark.Point[1]-220) > 1.5 {
 		t.Errorf("coordinate click: %s %+v (verdict %s)", clk.Name, clk.Mark, clk.Verdict)
 	}
-	if m := h.Items[4].Actions[0].Mark; m != nil {
+	if far := h.Items[4].Actions[0]; far.Mark == nil || !nearBox(far.Mark.Box, [4]float64{40, 1000, 100, 40}) || far.Mark.Point != nil {
+		t.Errorf("off-screen click: %s %+v", far.Name, far.Mark)
+	}
+	if m := h.Items[5].Actions[0].Mark; m != nil {
 		t.Errorf("done has a mark %+v", m)
 	}
 	for _, it := range h.Items {

@@ -18,6 +18,10 @@ type Mark struct {
 	Kind   string // "box" or "point"
 	X, Y   float64
 	W, H   float64 // 0 for a point
+	// Outside says how much of a box lies outside the viewport ("partly",
+	// "wholly"; "" when it is in view): the element was off-screen when
+	// the screenshot was taken.
+	Outside string
 	// Style places the mark in percent of the viewport, so that it sits
 	// right on the image at any size: a screenshot scaled by the device
 	// pixel ratio, shrunk for the model, or shown smaller in the report.
@@ -117,6 +121,7 @@ func marks(s *Step) (out []Mark, problem string) {
 		}
 		if b := m.Box; b != nil && finite(b[0]) && finite(b[1]) && finite(b[2]) && finite(b[3]) && b[2] >= 0 && b[3] >= 0 {
 			out = append(out, Mark{Step: s.Step.Step, Action: i + 1, Kind: "box", X: b[0], Y: b[1], W: b[2], H: b[3],
+				Outside: outside(b, vw, vh),
 				Style: template.CSS(fmt.Sprintf("left:%.4f%%;top:%.4f%%;width:%.4f%%;height:%.4f%%", b[0]/vw*100, b[1]/vh*100, b[2]/vw*100, b[3]/vh*100))})
 		}
 		if p := m.Point; p != nil && finite(p[0]) && finite(p[1]) {
@@ -128,3 +133,14 @@ func marks(s *Step) (out []Mark, problem string) {
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// outside says how much of box b lies outside a vw×vh viewport.
+func outside(b *[4]float64, vw, vh float64) string {
+	switch {
+	case b[0] >= vw || b[1] >= vh || b[0]+b[2] <= 0 || b[1]+b[3] <= 0:
+		return "wholly"
+	case b[0] < 0 || b[1] < 0 || b[0]+b[2] > vw || b[1]+b[3] > vh:
+		return "partly"
+	}
+	return ""
+}

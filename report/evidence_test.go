@@ -43,7 +43,7 @@ func evidenceTrace(t *testing.T) string {
 					{Method: "GET", URL: "http://tracker.test/px?q=" + hostile, Type: "Image", Error: "blocked by policy"},
 					{Method: "POST", URL: "http://127.0.0.1/autosave", Type: "XHR", Pending: true},
 				}},
-			{Name: "scroll", Params: json.RawMessage(`{}`), Verdict: events.VerdictChanged},
+			{Name: "scroll", Params: json.RawMessage(`{"index":7}`), Verdict: events.VerdictChanged, Mark: &agent.ActionMark{Box: &[4]float64{10, 900, 100, 20}}},
 		},
 		Handoffs: []agent.Handoff{
 			{By: "model", Reason: "solve the CAPTCHA " + hostile, Via: "live view", Note: "logged in as ada " + hostile, Duration: 90 * time.Second,
@@ -92,6 +92,7 @@ func TestReportShowsRequestsAndHandoffs(t *testing.T) {
 		Handoffs     []string
 		Marks        []string
 		MarksProblem string
+		Outside      []string
 		Timeline     string
 	}
 	pg.Eval(t, `(() => ({
@@ -102,6 +103,7 @@ func TestReportShowsRequestsAndHandoffs(t *testing.T) {
 		})),
 		Handoffs: [...document.querySelectorAll('tr.handoff')].map(r => r.textContent.replace(/\s+/g, ' ').trim()),
 		Marks: [...document.querySelectorAll('.mark')].map(m => m.dataset.step + '/' + m.dataset.action + '/' + m.dataset.kind),
+		Outside: [...document.querySelectorAll('.mark-outside')].map(p => p.textContent),
 		MarksProblem: (document.querySelector('section.step[data-step="2"] .marks-problem') || {}).textContent || '',
 		Timeline: document.querySelector('.timeline .timeline-text').textContent,
 	}))()`, &f)
@@ -139,8 +141,11 @@ func TestReportShowsRequestsAndHandoffs(t *testing.T) {
 	}
 	// Step 1: the click's box and point; step 2 recorded no viewport, so
 	// its hover is not drawn, and the report says why.
-	if strings.Join(f.Marks, " ") != "1/1/box 1/1/point" || !strings.Contains(f.MarksProblem, "viewport") {
+	if strings.Join(f.Marks, " ") != "1/1/box 1/1/point 1/2/box" || !strings.Contains(f.MarksProblem, "viewport") {
 		t.Errorf("marks %v, problem %q", f.Marks, f.MarksProblem)
+	}
+	if strings.Join(f.Outside, "|") != "Action 2's element was wholly outside the screenshot." {
+		t.Errorf("off-screen notes %q", f.Outside)
 	}
 	for _, w := range []string{"observe 300 ms", "model 1200 ms", "actions 400 ms", "person 94000 ms", "tokens"} {
 		if !strings.Contains(f.Timeline, w) {
@@ -166,10 +171,14 @@ func TestEvidenceGeometry(t *testing.T) {
 		{Name: "navigate"},
 		{Name: "click", Mark: &agent.ActionMark{Box: &[4]float64{80, 100, 160, 40}, Point: &[2]float64{160, 120}}},
 		{Name: "click", Mark: &agent.ActionMark{Point: &[2]float64{400, 200}}},
+		{Name: "input", Mark: &agent.ActionMark{Box: &[4]float64{10, 900, 100, 20}}},
 	}}, Image: "data:image/png;base64,AA=="}
 	ms, problem := marks(s)
-	if problem != "" || len(ms) != 3 {
+	if problem != "" || len(ms) != 4 {
 		t.Fatalf("marks %+v %q", ms, problem)
+	}
+	if ms[0].Outside != "" || ms[3].Action != 4 || ms[3].Outside != "wholly" || outside(&[4]float64{790, 10, 20, 20}, 800, 400) != "partly" {
+		t.Fatalf("off-screen box not told: %+v", ms)
 	}
 	if ms[0].Action != 2 || ms[0].Style != "left:10.0000%;top:25.0000%;width:20.0000%;height:10.0000%" ||
 		ms[1].Kind != "point" || ms[1].Style != "left:20.0000%;top:30.0000%" || ms[2].Action != 3 || ms[2].Style != "left:50.0000%;top:50.0000%" {
