@@ -240,7 +240,7 @@ func (a *Agent) handoff(stepCtx context.Context, by, reason string, st *events.B
 		a.handoffFrom = start
 	}
 	a.log.Info("agent: handing the browser to a person", zap.Int("step", a.curStep), zap.String("by", by))
-	resp, err := a.set.Human.Handoff(hctx, req)
+	resp, err := callHuman(hctx, a.set.Human, req)
 	h.Duration = time.Since(start)
 	h.Via = resp.Via
 	h.Note = a.secrets.scrub(strings.TrimSpace(resp.Note))
@@ -268,6 +268,17 @@ func (a *Agent) handoff(stepCtx context.Context, by, reason string, st *events.B
 	a.recordHandoff(*h)
 	a.log.Info("agent: the person handed the browser back", zap.Int("step", a.curStep), zap.Duration("took", h.Duration), zap.Bool("declined", h.Declined), zap.Bool("changed", h.Changed), zap.Bool("error", err != nil))
 	return h, err
+}
+
+// callHuman calls the handler, turning its panic into an error: a policy
+// hand-off runs outside any action's recovery.
+func callHuman(ctx context.Context, h HumanHandler, req HumanRequest) (resp HumanResponse, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp, err = HumanResponse{}, fmt.Errorf("the handler panicked: %v", r)
+		}
+	}()
+	return h.Handoff(ctx, req)
 }
 
 // page is where the focused tab is and its fingerprint.

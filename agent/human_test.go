@@ -561,3 +561,27 @@ func TestHandoffPolicyOutlastsStepTimeout(t *testing.T) {
 		t.Fatalf("step %+v", it)
 	}
 }
+
+// A handler that panics during a policy hand-off is an error the model is
+// told, not a crashed run.
+func TestHandoffHandlerPanics(t *testing.T) {
+	env, s := newSession(t)
+	p := &person{act: func(context.Context, agent.HumanRequest) (agent.HumanResponse, error) {
+		panic("live view broke")
+	}}
+	model := scripted.New([]scripted.Step{
+		{WaitFor: "live view broke", Action: "done", Params: map[string]any{"text": "blocked by a CAPTCHA", "success": false}},
+	})
+	set := settings(t)
+	set.Human = p
+	set.HandoffPolicies = loopbackCaptcha()
+	a := newAgent(t, "Open "+env.URL("/agent-captcha.html")+" and pay.", model, s, set)
+	res := run(t, a, model)
+	if !res.Done {
+		t.Fatalf("result %+v", res)
+	}
+	hs := handoffsOf(a.History())
+	if len(hs) != 1 || !strings.Contains(hs[0].Error, "the handler panicked: live view broke") {
+		t.Fatalf("hand-offs %+v", hs)
+	}
+}
