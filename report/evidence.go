@@ -122,7 +122,7 @@ func marks(s *Step) (out []Mark, problem string) {
 		if b := m.Box; b != nil && finite(b[0]) && finite(b[1]) && finite(b[2]) && finite(b[3]) && b[2] >= 0 && b[3] >= 0 {
 			out = append(out, Mark{Step: s.Step.Step, Action: i + 1, Kind: "box", X: b[0], Y: b[1], W: b[2], H: b[3],
 				Outside: outside(b, vw, vh),
-				Style: template.CSS(fmt.Sprintf("left:%.4f%%;top:%.4f%%;width:%.4f%%;height:%.4f%%", b[0]/vw*100, b[1]/vh*100, b[2]/vw*100, b[3]/vh*100))})
+				Style:   template.CSS(fmt.Sprintf("left:%.4f%%;top:%.4f%%;width:%.4f%%;height:%.4f%%", b[0]/vw*100, b[1]/vh*100, b[2]/vw*100, b[3]/vh*100))})
 		}
 		if p := m.Point; p != nil && finite(p[0]) && finite(p[1]) {
 			out = append(out, Mark{Step: s.Step.Step, Action: i + 1, Kind: "point", X: p[0], Y: p[1],
