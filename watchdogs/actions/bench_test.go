@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"fmt"
 	"testing"
 
 	cdpproto "github.com/chromedp/cdproto/cdp"
@@ -91,5 +92,27 @@ func BenchmarkClickNetwork(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkNavigateNetwork measures a navigation to a page of 40 images
+// (fresh URLs, so nothing is cached) with request recording on and off.
+func BenchmarkNavigateNetwork(b *testing.B) {
+	srv := formSite(b)
+	for _, off := range []bool{false, true} {
+		name := "recording"
+		if off {
+			name = "off"
+		}
+		b.Run(name, func(b *testing.B) {
+			at := startSite(b, session.Profile{NoRequestEvidence: off}, srv.URL+"/xhr")
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				u := fmt.Sprintf("%s/many?v=%s-%d", srv.URL, name, i)
+				if _, err := bus.Call(at.ctx, at.s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: u}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -65,6 +65,19 @@ func formSite(t testing.TB) *httptest.Server {
 		w.WriteHeader(http.StatusNotFound)
 		fmt.Fprint(w, `<!doctype html><html><body>Not here</body></html>`)
 	})
+	// A page of 40 images, for the navigation benchmark.
+	mux.HandleFunc("/many", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><html><body>`)
+		for i := 0; i < 40; i++ {
+			fmt.Fprintf(w, `<img src="/img?i=%d&v=%s">`, i, r.URL.Query().Get("v"))
+		}
+		fmt.Fprint(w, `</body></html>`)
+	})
+	mux.HandleFunc("/img", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "image/gif")
+		w.Write([]byte("GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff\x21\xf9\x04\x01\x00\x00\x00\x00\x2c\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02\x44\x01\x00\x3b"))
+	})
 	srv := httptest.NewServer(mux)
 	// A page on 127.0.0.1 framing /xhr from localhost: another site, so
 	// the frame is a target of its own (out of process).
