@@ -326,14 +326,28 @@ func (s *Session) requestsSince(mark uint64) (list []events.Request, omitted int
 }
 
 // holds reports whether an unanswered request keeps an action's outcome
-// waiting: a document, XHR or fetch decides the verdict or changes the
-// page when it is answered; images, scripts and beacons do not.
-func holds(r events.Request) bool { return r.Verdictable() }
+// waiting, waited time into the wait: a write or a document (they decide
+// the verdict) for all of Profile.RequestWait; an XHR or fetch that reads
+// (a search's results) for readWait at most, so that a page's long poll
+// does not hold every action; images, scripts and beacons not at all.
+func holds(r events.Request, waited time.Duration) bool {
+	switch {
+	case !r.Verdictable():
+		return false
+	case r.Write() || r.Type == "Document":
+		return true
+	}
+	return waited < readWait
+}
+
+// readWait bounds the wait for an action's reading XHRs and fetches.
+const readWait = time.Second
 
 // awaitRequests waits until the requests sent after mark are settled:
-// every document, XHR and fetch answered (and read, so that the page's
-// scripts saw the answer), and the others answered or the network quiet
-// for Profile.RequestQuiet; at most Profile.RequestWait. It returns at once
+// every write and document answered (and read, so that the page's scripts
+// saw the answer), reading XHRs and fetches too for up to readWait, and
+// the others answered or the network quiet for Profile.RequestQuiet; at
+// most Profile.RequestWait. It returns at once
 // when no request was sent, and reports whether there was any.
 func (s *Session) awaitRequests(ctx context.Context, mark uint64) bool {
 	if s.profile.NoRequestEvidence {
@@ -341,7 +355,8 @@ func (s *Session) awaitRequests(ctx context.Context, mark uint64) bool {
 	}
 	l := s.net
 	l.caughtUp(ctx, 50*time.Millisecond)
-	deadline := time.Now().Add(s.profile.RequestWait)
+	start := time.Now()
+	deadline := start.Add(s.profile.RequestWait)
 	s.mu.Lock()
 	own := make(map[target.ID]bool, len(s.own))
 	for id, ok := range s.own {
@@ -358,7 +373,7 @@ func (s *Session) awaitRequests(ctx context.Context, mark uint64) bool {
 			}
 			sent = true
 			switch {
-			case holds(ent.req) && !ent.loaded:
+			case !ent.loaded && holds(ent.req, time.Since(start)):
 				waitHeld = true
 			case !ent.done:
 				waitOther = true

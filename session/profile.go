@@ -136,8 +136,9 @@ type Profile struct {
 	// their verdicts look at the page alone. Default false: recorded.
 	NoRequestEvidence bool
 	// RequestWait bounds how long an action's outcome waits for the
-	// documents, XHRs and fetches the action sent to be answered. Default
-	// DefaultRequestWait (3 s). An action that sent none does not wait.
+	// write requests and documents the action sent to be answered (its
+	// reading XHRs and fetches: 1 s at most). Default DefaultRequestWait
+	// (3 s). An action that sent none does not wait.
 	RequestWait time.Duration
 	// RequestQuiet is how long the network must be silent for an outcome
 	// to stop waiting for the action's other requests (images, scripts).

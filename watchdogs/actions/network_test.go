@@ -49,7 +49,17 @@ func formSite(t testing.TB) *httptest.Server {
 	mux.HandleFunc("/xhr", page(`<!doctype html><html><body><button id="send" onclick="fetch('/api', {method: 'POST', body: 'q=1'}).catch(() => {})">Save</button>`+
 		`<button id="slow" onclick="fetch('/hang', {method: 'POST'}).catch(() => {})">Slow</button>`+
 		`<button id="noop" onclick="void 0">Nothing</button>`+
-		`<button id="grow" onclick="document.body.appendChild(document.createElement('p'))">Grow</button></body></html>`))
+		`<button id="grow" onclick="document.body.appendChild(document.createElement('p'))">Grow</button>`+
+		`<button id="search" onclick="fetch('/results').then(r => r.text()).then(t => { const p = document.createElement('p'); p.textContent = t; document.body.appendChild(p) })">Search</button></body></html>`))
+	mux.HandleFunc("/results", func(w http.ResponseWriter, r *http.Request) {
+		// Slower than the 150 ms settle look: only waiting for the
+		// answer sees the page change.
+		select {
+		case <-time.After(400 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+		fmt.Fprint(w, "3 results")
+	})
 	mux.HandleFunc("/api", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusUnprocessableEntity)
 		fmt.Fprint(w, `{"error":"invalid"}`)
@@ -266,5 +276,21 @@ func TestCrossSiteFrameRequestIsListed(t *testing.T) {
 	}
 	if r, ok := find(res.Outcome.Requests, "POST", "/api"); !ok || r.Status != 422 || !strings.HasPrefix(r.URL, "http://localhost:") {
 		t.Fatalf("requests = %+v", res.Outcome.Requests)
+	}
+}
+
+func TestSlowReadingFetchIsAwaited(t *testing.T) {
+	srv := formSite(t)
+	at := startSite(t, session.Profile{}, srv.URL+"/xhr")
+	res, err := at.clickSel("#search")
+	if err != nil {
+		t.Fatalf("click: %v", err)
+	}
+	o := res.Outcome
+	if r, ok := find(o.Requests, "GET", "/results"); !ok || r.Status != 200 || r.Type != "Fetch" {
+		t.Fatalf("requests = %+v", o.Requests)
+	}
+	if o.Verdict != events.VerdictChanged {
+		t.Fatalf("verdict = %s %q, want changed (the answer was shown)", o.Verdict, o.Detail)
 	}
 }
