@@ -275,6 +275,10 @@ func (d *Driver) Do(ctx context.Context, name string, params json.RawMessage) (A
 	item, sctx, cancel := d.step(ctx)
 	defer cancel()
 	n := item.Step
+	// A hand-off (request_human) is bounded by the caller's ctx and
+	// HumanTimeout, not by the step.
+	a.runCtx = ctx
+	defer func() { a.runCtx = nil }()
 
 	st := d.last
 	if st == nil {
@@ -295,8 +299,8 @@ func (d *Driver) Do(ctx context.Context, name string, params json.RawMessage) (A
 		case err == nil:
 			a.followNewTab(sctx, &rec)
 		}
-		if err == nil && sctx.Err() != nil {
-			err = sctx.Err()
+		if err == nil && sctx.Err() != nil && a.handoffFrom.IsZero() {
+			err = sctx.Err() // unless it passed while a person had the browser
 		}
 	}
 	item.Actions = []ActionRecord{rec}

@@ -585,3 +585,41 @@ func TestHandoffHandlerPanics(t *testing.T) {
 		t.Fatalf("hand-offs %+v", hs)
 	}
 }
+
+// Through a Driver (the MCP server's and the shell's way), request_human is
+// bounded by the caller's context and HumanTimeout, not by the step.
+func TestHandoffThroughDriver(t *testing.T) {
+	env, s := newSession(t)
+	const stepTimeout = 8 * time.Second
+	p := &person{}
+	p.act = func(ctx context.Context, req agent.HumanRequest) (agent.HumanResponse, error) {
+		tm := time.NewTimer(stepTimeout + time.Second) // the person takes longer than a step may
+		defer tm.Stop()
+		select {
+		case <-ctx.Done():
+			return agent.HumanResponse{}, ctx.Err()
+		case <-tm.C:
+		}
+		return signIn(s)(ctx, req)
+	}
+	set := settings(t)
+	set.Human = p
+	set.StepTimeout = stepTimeout
+	d, err := agent.NewDriver(s, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := d.Do(ctx, "navigate", json.RawMessage(`{"url":"`+env.URL("/agent-handoff-login.html")+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := d.Do(ctx, "request_human", json.RawMessage(`{"reason":"sign in"}`))
+	if err != nil || !strings.Contains(rec.Result.Text, "agent-handoff-account.html?user=ada") {
+		t.Fatalf("request_human: %+v, %v", rec, err)
+	}
+	hs := handoffsOf(d.History())
+	if len(hs) != 1 || !hs[0].Changed || hs[0].Error != "" {
+		t.Fatalf("hand-offs %+v", hs)
+	}
+}
