@@ -256,10 +256,11 @@ func (s *Session) recordNetwork(stop <-chan struct{}, conn *cdp.Conn) {
 		case <-ctx.Done():
 		}
 	}()
+	var mine *cdp.Subscription // the last one this goroutine opened
 	open := func() *cdp.Subscription {
 		sub := conn.SubscribeEvents(networkEvents...)
 		l.mu.Lock()
-		l.sub = sub
+		l.sub, mine = sub, sub
 		l.mu.Unlock()
 		return sub
 	}
@@ -280,9 +281,16 @@ func (s *Session) recordNetwork(stop <-chan struct{}, conn *cdp.Conn) {
 		},
 	})
 	l.mu.Lock()
-	l.sub = nil
+	replaced := l.sub != mine // by a reconnect's recorder
+	if !replaced {
+		l.sub = nil
+	}
 	l.mu.Unlock()
-	l.forget()
+	if !replaced {
+		// What was in flight will never be answered here. (After a
+		// reconnect, those requests are older than any new mark.)
+		l.forget()
+	}
 }
 
 // networkSetup enables the Network domain on a page or frame target while
