@@ -186,7 +186,9 @@ func DefaultRegistry() *Registry {
 			return ActionResult{}, err
 		}
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.UploadFile, events.UploadFileEvent{Target: events.Target{Index: p.Index}, Paths: []string{path}})
-		return outcomeResult(fmt.Sprintf("Uploaded %s to element %d", filepath.Base(path), p.Index), res.Outcome), err
+		r := outcomeResult(fmt.Sprintf("Uploaded %s to element %d", filepath.Base(path), p.Index), res.Outcome)
+		r.Mark = ac.mark(p.Index, nil)
+		return r, err
 	}, WithRisk(RiskUpload), TargetsElement()))
 	must(Register(r, "switch_tab", "", func(ctx context.Context, ac *ActionContext, p TabParams) (ActionResult, error) {
 		id, err := ac.Browser.ResolveTab(p.TabID)
