@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -233,6 +234,12 @@ func testMarks(t *testing.T, prof session.Profile, scale float64) {
 		}
 		checkAfters(t, f)
 		checkPhases(t, f)
+		// The link's click lists the navigation it caused.
+		var reqs []string
+		pg.Eval(t, `[...document.querySelectorAll('section.step[data-step="2"] tr.request')].map(r => [...r.cells].map(c => c.textContent).join(' '))`, &reqs)
+		if !slices.Contains(reqs, "GET "+srv.URL+"/next.html Document 200") {
+			t.Errorf("step 2's requests %q", reqs)
+		}
 	}
 }
 
