@@ -125,18 +125,22 @@ func handoffsOf(h *agent.History) (out []agent.Handoff) {
 	return out
 }
 
-// offers reports whether the request offers action (the system prompt's
-// action list or the reply schema).
-func offers(req llm.Request, action string) bool {
+// system is a request's system prompt.
+func system(req llm.Request) string {
 	var b strings.Builder
 	for _, m := range req.Messages {
-		if m.Role == llm.RoleSystem { // the history may name it too
+		if m.Role == llm.RoleSystem {
 			b.WriteString(m.TextContent())
 		}
 	}
-	sch, _ := json.Marshal(req.Schema)
-	b.Write(sch)
-	return strings.Contains(b.String(), action)
+	return b.String()
+}
+
+// offers reports whether the request offers action (the system prompt's
+// action list or the reply schema).
+func offers(req llm.Request, action string) bool {
+	sch, _ := json.Marshal(req.Schema) // not the history: it may name it too
+	return strings.Contains(system(req)+string(sch), action)
 }
 
 // The model asks for a person on a login wall; the person signs in through
@@ -161,6 +165,9 @@ func TestHandoffModelAsksPersonToSignIn(t *testing.T) {
 	}
 	if !offers(model.Requests()[0], "request_human") {
 		t.Fatal("request_human is not offered although Settings.Human is set")
+	}
+	if system(model.Requests()[0]) != system(model.Requests()[1]) {
+		t.Fatal("the system prompt changed after the hand-off")
 	}
 	reqs := p.requests()
 	if len(reqs) != 1 {
@@ -190,6 +197,7 @@ func TestHandoffModelAsksPersonToSignIn(t *testing.T) {
 	if h.Items[1].Handoffs == nil {
 		t.Fatal("the hand-off is not on the step that asked for it")
 	}
+	t.Logf("hand-off %s; step 1 took %s, step 2 (observe and model) %s", got.Duration, h.Items[1].EndedAt.Sub(h.Items[1].StartedAt), h.Items[2].EndedAt.Sub(h.Items[2].StartedAt))
 	th := traceHandoffs(t, tw, obs, set.RunDir)
 	if len(th) != 1 || !th[0].Changed || th[0].URLAfter != got.URLAfter || th[0].By != "model" {
 		t.Fatalf("trace hand-offs %+v", th)
