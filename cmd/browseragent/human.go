@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -170,9 +169,6 @@ func drain(lines <-chan string) {
 		}
 	}
 }
-
-// stdinIsTerminal reports whether the process's stdin is a terminal.
-func stdinIsTerminal() bool { return isTerminal(os.Stdin) }
 
 // mcpHumanFlags are mcp's --human, --human-timeout and --live-addr.
 type mcpHumanFlags struct {
