@@ -360,6 +360,11 @@ func (a *Agent) policyHandoff(sctx context.Context, st *events.BrowserState, rec
 		return fmt.Sprintf("After the hand-off, %s still (policy %s); the person will not be asked again for this page: go on another way, call request_human if you really need them, or finish with done.", reason, name), false
 	}
 	key := name + " " + pageKey(st.URL)
+	_, told := a.asked[key]
+	if a.set.Human == nil && told {
+		// Recorded once; the model is reminded on every step.
+		return fmt.Sprintf("Hand-off policy %s: %s, but no person is available to hand the browser to (no handler is configured): go on another way or finish with done and say why.", name, reason), false
+	}
 	if prev, ok := a.asked[key]; ok {
 		return fmt.Sprintf("Hand-off policy %s: %s; a person was already asked on this page (step %d), so they are not asked again: go on another way, call request_human if you really need them, or finish with done.", name, reason, prev), false
 	}

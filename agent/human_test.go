@@ -462,10 +462,12 @@ func TestHandoffCaptchaNotAskedTwice(t *testing.T) {
 	}
 }
 
-// A hand-off policy with no handler tells the model instead of hanging.
+// A hand-off policy with no handler tells the model instead of hanging, at
+// every step on the page, and records it once.
 func TestHandoffPolicyWithoutHandler(t *testing.T) {
 	env, s := newSession(t)
 	model := scripted.New([]scripted.Step{
+		{WaitFor: "no person is available", Action: "scroll", Params: map[string]any{"down": true}},
 		{WaitFor: "no person is available", Action: "done", Params: map[string]any{"text": "blocked by a CAPTCHA", "success": false}},
 	})
 	set := settings(t)
