@@ -97,6 +97,9 @@ func (h *Handler) Handoff(ctx context.Context, req agent.HumanRequest) (agent.Hu
 			select {
 			case note := <-done:
 				return agent.HumanResponse{Via: ViaLiveView, Note: note}, nil
+			case r := <-asked:
+				asked = nil
+				return r.resp, r.err
 			case <-ctx.Done():
 				return agent.HumanResponse{}, ctxErr(ctx)
 			}
