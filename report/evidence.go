@@ -49,13 +49,17 @@ func addEvidence(dir string, steps []Step) {
 			s.AfterCaption = "after the actions"
 			continue
 		}
-		if !changedPage(s.Actions) || i+1 >= len(steps) {
+		if !changedPage(s.Actions) {
 			continue
 		}
-		if next := &steps[i+1]; next.Step.Step == s.Step.Step+1 && next.Image != "" {
-			s.After = next.Image
-			s.AfterCaption = fmt.Sprintf("after: step %d's screenshot", next.Step.Step)
+		if i+1 < len(steps) {
+			if next := &steps[i+1]; next.Step.Step == s.Step.Step+1 && next.Image != "" {
+				s.After = next.Image
+				s.AfterCaption = fmt.Sprintf("after: step %d's screenshot", next.Step.Step)
+				continue
+			}
 		}
+		s.AfterMissing = "no screenshot shows the page after these actions (vision off, or none taken)"
 	}
 }
 

@@ -53,7 +53,7 @@ func evidenceTrace(t *testing.T) string {
 	}, {
 		Step: 2, StartedAt: time.Unix(2, 0), EndedAt: time.Unix(3, 0),
 		State:   agent.StateRecord{URL: "http://127.0.0.1/home", ScreenshotPath: shot},
-		Actions: []agent.ActionRecord{{Name: "hover", Params: json.RawMessage(`{"index":9}`), Verdict: events.VerdictNoChange, Mark: &agent.ActionMark{Box: box}}},
+		Actions: []agent.ActionRecord{{Name: "hover", Params: json.RawMessage(`{"index":9}`), Verdict: events.VerdictChanged, Mark: &agent.ActionMark{Box: box}}},
 	}}
 	path := filepath.Join(dir, "trace.jsonl")
 	w, err := trace.Create(path)
@@ -92,6 +92,7 @@ func TestReportShowsRequestsAndHandoffs(t *testing.T) {
 		Handoffs     []string
 		Marks        []string
 		MarksProblem string
+		AfterMissing []string
 		Outside      []string
 		Timeline     string
 	}
@@ -103,6 +104,7 @@ func TestReportShowsRequestsAndHandoffs(t *testing.T) {
 		})),
 		Handoffs: [...document.querySelectorAll('tr.handoff')].map(r => r.textContent.replace(/\s+/g, ' ').trim()),
 		Marks: [...document.querySelectorAll('.mark')].map(m => m.dataset.step + '/' + m.dataset.action + '/' + m.dataset.kind),
+		AfterMissing: [...document.querySelectorAll('.after-missing')].map(p => p.closest('section.step').dataset.step + ': ' + p.textContent),
 		Outside: [...document.querySelectorAll('.mark-outside')].map(p => p.textContent),
 		MarksProblem: (document.querySelector('section.step[data-step="2"] .marks-problem') || {}).textContent || '',
 		Timeline: document.querySelector('.timeline .timeline-text').textContent,
@@ -143,6 +145,11 @@ func TestReportShowsRequestsAndHandoffs(t *testing.T) {
 	// its hover is not drawn, and the report says why.
 	if strings.Join(f.Marks, " ") != "1/1/box 1/1/point 1/2/box" || !strings.Contains(f.MarksProblem, "viewport") {
 		t.Errorf("marks %v, problem %q", f.Marks, f.MarksProblem)
+	}
+	// Step 1 changed the page (its scroll) and step 2's picture shows it;
+	// nothing shows what step 2's hover did, and the report says so.
+	if strings.Join(f.AfterMissing, "|") != "2: after the actions: no screenshot shows the page after these actions (vision off, or none taken)" {
+		t.Errorf("after missing %q", f.AfterMissing)
 	}
 	if strings.Join(f.Outside, "|") != "Action 2's element was wholly outside the screenshot." {
 		t.Errorf("off-screen notes %q", f.Outside)

@@ -144,6 +144,9 @@ type Step struct {
 	After        template.URL
 	AfterCaption string
 	AfterProblem string
+	// AfterMissing says that the actions changed the page but no
+	// screenshot shows it after them.
+	AfterMissing string
 	// Phases are the step's timeline: observe, model, actions.
 	Phases []Phase
 }
