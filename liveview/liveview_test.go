@@ -246,7 +246,9 @@ func TestLoginWallThroughLiveView(t *testing.T) {
 		t.Fatal("no frame on the stream")
 	}
 
+	start := time.Now()
 	mustPost(t, ctx, base+"input", fmt.Sprintf(`{"type":"click","x":%d,"y":%d}`, goX, goY))
+	t.Logf("one click through the input endpoint took %s", time.Since(start)) // a measure, not asserted
 	mustPost(t, ctx, base+"done", `{"note":"signed in as ada"}`)
 
 	var rr result
@@ -265,6 +267,8 @@ func TestLoginWallThroughLiveView(t *testing.T) {
 	}
 	if st := status(t, ctx, r.v); st.Active || st.Frames < 1 {
 		t.Fatalf("status after: %+v", st)
+	} else {
+		t.Logf("%d frames from the browser during the hand-off", st.Frames)
 	}
 	// Input is refused once the agent has the page back.
 	if code, _ := post(t, ctx, base+"input", `{"type":"text","text":"x"}`); code != http.StatusConflict {
