@@ -68,7 +68,11 @@ func (v *Server) input(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The type only: what the person types is never logged.
-	v.log.Debug("person's input", zap.String("type", in.Type))
+	fields := []zap.Field{zap.String("type", in.Type)}
+	if in.X != nil && in.Y != nil {
+		fields = append(fields, zap.Float64("x", *in.X), zap.Float64("y", *in.Y)) // where, never what
+	}
+	v.log.Debug("person's input", fields...)
 	if err := do(ctx, ps); err != nil {
 		http.Error(w, "dispatching the input: "+err.Error(), http.StatusBadGateway)
 		return

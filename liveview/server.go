@@ -97,6 +97,7 @@ type Server struct {
 	viewers map[chan []byte]struct{}
 	casting bool // the caster goroutine runs
 	frames  int
+	last    []byte   // the latest frame, for a viewer who arrives
 	hand    *handoff // the active hand-off, or nil
 }
 

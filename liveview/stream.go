@@ -38,6 +38,9 @@ func (v *Server) frameStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.viewers[ch] = struct{}{}
+	if v.last != nil {
+		ch <- v.last // the latest frame at once
+	}
 	start := !v.casting
 	v.casting = true
 	v.mu.Unlock()
@@ -149,6 +152,16 @@ func (v *Server) castTab(ctx context.Context, tab string) error {
 		return fmt.Errorf("start screencast: %w", err)
 	}
 	v.log.Debug("screencast started", zap.String("target", tab))
+	// Headless Chrome sends a frame only when the page paints: a still
+	// page would show nothing. One screenshot stands in until it paints.
+	sctx, cancel = context.WithTimeout(ctx, cdpTimeout)
+	shot, err := cdpproto.Call(sctx, ps, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatJpeg, Quality: pagejs.Ptr(int64(v.cfg.Quality))})
+	cancel()
+	if err == nil {
+		v.broadcast(shot.Data)
+	} else if ctx.Err() == nil {
+		v.log.Debug("first frame", zap.Error(err))
+	}
 	tick := time.NewTicker(focusPoll)
 	defer tick.Stop()
 	for {
@@ -193,6 +206,7 @@ func (v *Server) broadcast(b []byte) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.frames++
+	v.last = b
 	for ch := range v.viewers {
 		select {
 		case <-ch:

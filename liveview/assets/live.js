@@ -10,15 +10,24 @@
   const msg = document.getElementById("msg");
   let status = { width: 0, height: 0, active: false };
 
-  const post = async (path, body) => {
-    const r = await fetch(path, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    if (!r.ok) msg.textContent = (await r.text()).trim();
-    return r.ok;
+  const send = async (path, body) => {
+    try {
+      const r = await fetch(path, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      if (!r.ok) msg.textContent = (await r.text()).trim();
+      return r.ok;
+    } catch (e) {
+      msg.textContent = "live view unreachable";
+      return false;
+    }
   };
+  // One request at a time, in order: a key must not overtake the click
+  // that focuses its field.
+  let queue = Promise.resolve(true);
+  const post = (path, body) => (queue = queue.then(() => send(path, body)));
 
   const poll = async () => {
     try {
@@ -42,7 +51,9 @@
     return { x: Math.min(Math.max(x, 0), status.width - 1), y: Math.min(Math.max(y, 0), status.height - 1) };
   };
   const buttons = ["left", "middle", "right"];
-  screen.addEventListener("mousedown", (e) => { e.preventDefault(); screen.focus(); });
+  // No focus (and so no scroll into view) on mousedown: the image must
+  // not move between the press and the click it maps.
+  screen.addEventListener("mousedown", (e) => { e.preventDefault(); });
   screen.addEventListener("click", (e) => {
     post("input", { type: "click", ...point(e), button: "left", count: e.detail > 1 ? Math.min(e.detail, 3) : 1 });
   });
@@ -54,7 +65,13 @@
     e.preventDefault();
     post("input", { type: "scroll", ...point(e), dx: e.deltaX, dy: e.deltaY });
   }, { passive: false });
-  screen.addEventListener("keydown", (e) => {
+  // Keys go to the page once the person clicked it, until they click
+  // elsewhere (the note box): tracked by hand, since a tab in the
+  // background may not move focus to the image.
+  let armed = false;
+  document.addEventListener("mousedown", (e) => { armed = e.target === screen; });
+  document.addEventListener("keydown", (e) => {
+    if (!armed || e.target === document.getElementById("note")) return;
     e.preventDefault();
     const mods = [];
     if (e.ctrlKey) mods.push("Control");
