@@ -199,11 +199,13 @@ type BrowserState struct {
 
 // FrameInfo is one frame element of an observed page.
 type FrameInfo struct {
-	// URL is the frame document's URL, or the element's src when its
-	// document was not captured.
+	// URL is the frame document's URL, or the element's src (made
+	// absolute against its document's URL) when its document was not
+	// captured.
 	URL string
-	// Visible reports that the frame element is rendered (not hidden, not
-	// zero-sized), as the DOM build decides it.
+	// Visible reports that the frame element is rendered: laid out with a
+	// non-empty box, not display:none, visibility:hidden or opacity 0. It
+	// does not depend on the viewport: a frame far below the fold counts.
 	Visible bool
 }
 

@@ -531,3 +531,33 @@ func TestDOMWFramesListed(t *testing.T) {
 		t.Fatalf("shown %+v, hidden %+v", shown, hidden)
 	}
 }
+
+// A frame far below the fold is listed as shown (the CAPTCHA policy must
+// see a widget at the end of a long form before it is scrolled to), and a
+// relative src is made absolute against the page's URL (a lazy frame not
+// loaded yet is known by its src alone).
+func TestDOMWFrameBelowFoldAndRelative(t *testing.T) {
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/links.html"))
+	wdtest.Eval(t, ctx, s, `(() => {
+		const spacer = document.createElement('div');
+		spacer.style.height = '20000px';
+		const f = document.createElement('iframe');
+		f.loading = 'lazy';
+		f.width = 304; f.height = 78;
+		f.src = 'recaptcha/api2/anchor?k=below';
+		document.body.append(spacer, f);
+		return true;
+	})()`, nil)
+	want := env.URL("/recaptcha/api2/anchor?k=below")
+	var got *events.FrameInfo
+	for _, f := range wdtest.State(t, ctx, s).Frames {
+		if f.URL == want {
+			got = &f
+		}
+	}
+	if got == nil || !got.Visible {
+		t.Fatalf("frame %s: %+v in %+v", want, got, wdtest.State(t, ctx, s).Frames)
+	}
+}
