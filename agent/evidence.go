@@ -24,10 +24,14 @@ const AfterScreenshotTimeout = 5 * time.Second
 // point, the mouse's position when the action used the mouse. It is nil
 // when neither is known (index 0, an element without bounds, no point).
 //
-// The point is where the watchdog aimed after scrolling the element into
-// view: for an element not wholly in view in the observation the page
-// scrolled first, so the point would not match the step's screenshot and
-// is left out.
+// The box is in the top-level viewport's coordinates as the observation
+// saw them; the point is where the watchdog aimed when it acted, in the
+// element's frame target's viewport. The point is kept only where it
+// matches the box (within pointSlack): an element in a cross-site iframe
+// (its own target: the point is local to it), an element not wholly in
+// view (the watchdog scrolled it first), or a page an earlier action of
+// the batch scrolled would put the dot somewhere the mouse never was on
+// the step's screenshot.
 func (ac *ActionContext) mark(index int, point *[2]float64) *ActionMark {
 	m := &ActionMark{Point: point}
 	if st := ac.BrowserState; st != nil && index > 0 {
@@ -35,7 +39,11 @@ func (ac *ActionContext) mark(index int, point *[2]float64) *ActionMark {
 			b := el.Bounds
 			m.Box = &[4]float64{b.X, b.Y, b.Width, b.Height}
 			vw, vh := float64(st.Page.ViewportWidth), float64(st.Page.ViewportHeight)
-			if vw > 0 && vh > 0 && (b.X < 0 || b.Y < 0 || b.X+b.Width > vw || b.Y+b.Height > vh) {
+			switch {
+			case m.Point == nil:
+			case vw > 0 && vh > 0 && (b.X < 0 || b.Y < 0 || b.X+b.Width > vw || b.Y+b.Height > vh),
+				el.TargetID != "" && st.FocusedTarget != "" && el.TargetID != st.FocusedTarget,
+				!inBox(*m.Point, *m.Box, pointSlack):
 				m.Point = nil
 			}
 		}
@@ -46,10 +54,21 @@ func (ac *ActionContext) mark(index int, point *[2]float64) *ActionMark {
 	return m
 }
 
+// pointSlack is how far (CSS px) outside its element's box a recorded
+// mouse point may lie and still be drawn: rounding of the box and of the
+// aim.
+const pointSlack = 2
+
+// inBox reports whether p lies in box b (x, y, w, h) grown by slack.
+func inBox(p [2]float64, b [4]float64, slack float64) bool {
+	return p[0] >= b[0]-slack && p[0] <= b[0]+b[2]+slack && p[1] >= b[1]-slack && p[1] <= b[1]+b[3]+slack
+}
+
 // clickPoint is the point a click result reports, nil when the click did
-// not get as far as aiming (no method recorded).
+// not get as far as aiming (no method recorded) or did not use the mouse
+// (a JavaScript click: no mouse went there).
 func clickPoint(r events.ClickResult) *[2]float64 {
-	if r.Method == "" {
+	if r.Method == "" || r.Method == "js_fallback" {
 		return nil
 	}
 	return &[2]float64{r.X, r.Y}

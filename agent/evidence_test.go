@@ -149,3 +149,89 @@ func TestStoppedRunAfterScreenshot(t *testing.T) {
 		})
 	}
 }
+
+// A click on a button inside a cross-site iframe marks the button's box
+// where the observation saw it on the page; the watchdog's click point is
+// local to the iframe's target and is not drawn (it would sit where the
+// mouse never was).
+func TestIframeClickMarksTheBoxOnly(t *testing.T) {
+	env, s := newSession(t)
+	model := scripted.New([]scripted.Step{
+		{WaitForLabel: "Frame button", Action: "click", Label: "Frame button"},
+		{Action: "done", Params: map[string]any{"text": "ok", "success": true}},
+	}, scripted.WithName("openai:gpt-4.1"))
+	set := settings(t)
+	set.Vision = agent.VisionOn
+	a, err := agent.New("Open "+env.URL("/actions-iframe.html")+" and press the frame's button.", model, s, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := runAgent(t, a); !res.Success {
+		t.Fatalf("result %+v; model errors %v", res, model.Errors())
+	}
+	// Where the button really is on the page: the iframe's content box
+	// plus the button's place in it (20, 40, 120x30).
+	var fr struct{ X, Y float64 }
+	evalPage(t, s, `(() => { const r = document.getElementById('cross').getBoundingClientRect(); return {X: r.x + 5, Y: r.y + 5}; })()`, &fr)
+	want := [4]float64{fr.X + 20, fr.Y + 40, 120, 30}
+	var clk *agent.ActionRecord
+	for _, it := range a.History().Items {
+		for i := range it.Actions {
+			if it.Actions[i].Name == "click" {
+				clk = &it.Actions[i]
+			}
+		}
+	}
+	if clk == nil || clk.Mark == nil {
+		t.Fatalf("click %+v", clk)
+	}
+	if !nearBox(clk.Mark.Box, want) {
+		t.Errorf("box %v, the button is at %v", clk.Mark.Box, want)
+	}
+	if clk.Mark.Point != nil {
+		t.Errorf("point %v drawn for a click local to the iframe (button at %v)", *clk.Mark.Point, want)
+	}
+}
+
+// A click after a scroll in the same batch marks the element's box as the
+// step's screenshot shows it, and no point: the mouse went to where the
+// element was after the scroll.
+func TestClickAfterScrollInBatchMarksTheBoxOnly(t *testing.T) {
+	_, s := newSession(t)
+	page := marksPage(t)
+	model := scripted.New([]scripted.Step{
+		{WaitForLabel: "Middle", Actions: []scripted.Action{
+			{Name: "scroll", Params: map[string]any{"pages": 0.375}}, // 300 of 800 px
+			{Name: "click", Label: "Middle"},
+		}},
+		{WaitFor: "Middle done", Action: "done", Params: map[string]any{"text": "ok", "success": true}},
+	}, scripted.WithName("openai:gpt-4.1"))
+	set := settings(t)
+	set.Vision = agent.VisionOn
+	a, err := agent.New("Open "+page+" and press Middle.", model, s, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := runAgent(t, a); !res.Success {
+		t.Fatalf("result %+v; model errors %v", res, model.Errors())
+	}
+	var scrolled float64
+	evalPage(t, s, `scrollY`, &scrolled)
+	if scrolled < 250 {
+		t.Fatalf("the page scrolled %g px; the test needs the batch's scroll", scrolled)
+	}
+	var clk *agent.ActionRecord
+	for _, it := range a.History().Items {
+		for i := range it.Actions {
+			if it.Actions[i].Name == "click" {
+				clk = &it.Actions[i]
+			}
+		}
+	}
+	if clk == nil || clk.Mark == nil || !nearBox(clk.Mark.Box, [4]float64{300, 500, 100, 40}) {
+		t.Fatalf("click %+v", clk)
+	}
+	if clk.Mark.Point != nil {
+		t.Errorf("point %v drawn after the page scrolled under it", *clk.Mark.Point)
+	}
+}

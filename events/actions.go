@@ -13,9 +13,13 @@ type ClickElementEvent struct {
 // ClickResult is where and how the click happened.
 type ClickResult struct {
 	Outcome ActionOutcome
-	X, Y    float64 // viewport coordinates clicked
-	Method  string  // "mouse" or "js_fallback"
-	Checked *bool   // checkbox/radio state after the click, if applicable
+	// X, Y is the point clicked, in the CSS pixels of the viewport of
+	// the element's frame target: the top-level page's, except for an
+	// element in a cross-site iframe (its own target), where it is local
+	// to that iframe. Meaningless for Method "js_fallback".
+	X, Y    float64
+	Method  string // "mouse" or "js_fallback"
+	Checked *bool  // checkbox/radio state after the click, if applicable
 }
 
 // ClickElement clicks an element (15 s). Its chain stops at the first error.
@@ -185,7 +189,9 @@ type HoverEvent struct {
 // HoverResult is where the pointer went.
 type HoverResult struct {
 	Outcome ActionOutcome
-	X, Y    float64
+	// X, Y is where the mouse went, local to the element's frame target
+	// as ClickResult's.
+	X, Y float64
 }
 
 // Hover hovers an element (15 s; not upstream).
