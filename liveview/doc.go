@@ -28,6 +28,6 @@
 // only while at least one frame stream is open, follows the session's focus
 // (the person may open a tab), acknowledges every frame, and stops when the
 // last viewer leaves. What the person types is never logged or traced: the
-// live view logs input types only, and dispatches input straight to CDP,
-// outside the session's bus.
+// live view logs an input's type and pointer position only, and dispatches
+// input straight to CDP, outside the session's bus.
 package liveview

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"go.uber.org/zap"
+
 	"github.com/browseragent/browseragent/agent"
 )
 
@@ -65,6 +67,11 @@ func (h *Handler) Handoff(ctx context.Context, req agent.HumanRequest) (agent.Hu
 	}
 	defer release()
 	h.drain()
+	// A tab behind another is not painted and takes input late (a browser
+	// the session connected to); best effort.
+	if err := h.Server.s.Front(ctx); err != nil {
+		h.Server.log.Debug("bringing the tab to the front", zap.Error(err))
+	}
 	a := Announcement{URL: h.Server.URL(), Request: req, Headful: h.Server.s.Profile().Headful}
 	if h.Announce != nil {
 		h.Announce(a)
