@@ -2,9 +2,11 @@ package liveview
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
 	"github.com/browseragent/browseragent/internal/pagejs"
@@ -109,5 +111,30 @@ func TestScreencastBesideRecordingFollowsFocus(t *testing.T) {
 			t.Fatalf("screencast still running: casting %v, viewers %d", casting, viewers)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCloseEndsStreams: Close ends an open frame stream and the
+// screencast; the package's TestMain then finds no goroutine left
+// (goleak).
+func TestCloseEndsStreams(t *testing.T) {
+	r := newRig(t, "/index.html")
+	fr := frames(t, r.ctx, r.v)
+	until(t, r.ctx, r.s, "a frame", func() bool { return r.v.Status(r.ctx).Frames >= 1 })
+	cctx, cancel := context.WithTimeout(r.ctx, time.Minute)
+	defer cancel()
+	if err := r.v.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	for range fr { // ends when the server ends the response
+	}
+	r.v.mu.Lock()
+	casting := r.v.casting
+	r.v.mu.Unlock()
+	if casting {
+		t.Fatal("the screencast still runs after Close")
+	}
+	if _, err := (&Handler{Server: r.v}).Handoff(r.ctx, agent.HumanRequest{Reason: "r"}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Handoff after Close: %v, want ErrClosed", err)
 	}
 }
