@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -74,21 +75,55 @@ func clickPoint(r events.ClickResult) *[2]float64 {
 	return &[2]float64{r.X, r.Y}
 }
 
-// viewportOf is the observation's viewport in CSS pixels, nil when the
-// observation did not measure it.
+// viewportOf is the area the step's screenshot shows, in CSS pixels, nil
+// when the observation did not measure it: the image's size over its
+// scale when both are known (a headful window's scrollbars are in the
+// image but not in the page's viewport, and the marks are placed in
+// percent of the image), else the page's viewport.
 func viewportOf(st *events.BrowserState) *Viewport {
+	if st.ScreenshotScale > 0 && st.ScreenshotWidth > 0 && st.ScreenshotHeight > 0 {
+		// To 1/100 px: the scale is measured, its float noise is not.
+		css := func(px int) float64 { return math.Round(float64(px)/st.ScreenshotScale*100) / 100 }
+		return &Viewport{Width: css(st.ScreenshotWidth), Height: css(st.ScreenshotHeight)}
+	}
 	if st.Page.ViewportWidth <= 0 || st.Page.ViewportHeight <= 0 {
 		return nil
 	}
 	return &Viewport{Width: float64(st.Page.ViewportWidth), Height: float64(st.Page.ViewportHeight)}
 }
 
-// changedPage reports whether an action of the step changed the page by
-// its verdict (changed, navigated, new_tab).
+// changedPage reports whether an action of the step changed the page: by
+// its verdict (changed, navigated, new_tab), or failed yet with another
+// URL or page fingerprint after it (a form whose POST answered 500 with
+// an error page).
 func changedPage(recs []ActionRecord) bool {
 	for _, r := range recs {
 		switch r.Verdict {
 		case events.VerdictChanged, events.VerdictNavigated, events.VerdictNewTab:
+			return true
+		case events.VerdictFailed:
+			if o := r.Result.Outcome; o != nil && evidenceDiffers(o.Before, o.After) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// evidenceDiffers reports whether the page's URL or fingerprint differs
+// between two readings; false when either reading is empty.
+func evidenceDiffers(b, a events.Evidence) bool {
+	if b.URL == "" && b.Fingerprint == "" || a.URL == "" && a.Fingerprint == "" {
+		return false
+	}
+	return b.URL != a.URL || b.Fingerprint != a.Fingerprint
+}
+
+// doneAccepted reports whether the step's actions include a done that
+// ends the run (not one the done check held back).
+func doneAccepted(recs []ActionRecord) bool {
+	for _, r := range recs {
+		if r.Result.Done && r.Error == "" {
 			return true
 		}
 	}
@@ -98,8 +133,9 @@ func changedPage(recs []ActionRecord) bool {
 // afterShot saves the page as the step's actions left it
 // (StateRecord.AfterScreenshotPath, screenshots/step_N_after.<ext>) when
 // they changed it and no later observation will show it: final is set for
-// the run's last step (its last allowed step, or the run stopped during
-// it). Vision off takes none. The capture is bounded by
+// the run's last step (its last allowed step, an accepted done after
+// page-changing actions, the forced final answer, a budget stop, or the
+// run stopped during it). Vision off takes none. The capture is bounded by
 // AfterScreenshotTimeout, also runs when ctx has ended (a stopped run is
 // the case that needs it), and a failure only goes to the log.
 func (a *Agent) afterShot(ctx context.Context, item *HistoryItem, final bool) {

@@ -29,6 +29,9 @@ type ActionRecord struct {
 	// Requests are the network requests the action caused (its outcome's),
 	// for the report and the done check.
 	Requests []events.Request `json:"requests,omitempty"`
+	// RequestsOmitted counts the requests the action sent after those
+	// listed (the outcome keeps at most events.MaxOutcomeRequests).
+	RequestsOmitted int `json:"requests_omitted,omitempty"`
 	// Mark is where the action landed on the page, in the viewport's CSS
 	// pixels: the element's box and the point clicked. Nil for actions
 	// that target no element or point.
@@ -68,6 +71,9 @@ type Handoff struct {
 	// Changed reports that the page's fingerprint differs after the
 	// hand-off.
 	Changed bool `json:"changed,omitempty"`
+	// ScreenshotPath is the screenshot of the page as a hand-off policy
+	// handed it over (step_N_handoff.<ext>), when one was taken.
+	ScreenshotPath string `json:"screenshot,omitempty"`
 }
 
 // Text words the record as its caller reads it (a tool result): the

@@ -1,11 +1,14 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"math"
 	"time"
 
+	"github.com/browseragent/browseragent/agent"
+	"github.com/browseragent/browseragent/events"
 	"github.com/browseragent/browseragent/trace"
 )
 
@@ -38,7 +41,9 @@ type Phase struct {
 
 // addEvidence fills what the report shows beside each step's record: the
 // timeline, the actions' marks and the picture after the actions. Steps'
-// images must be embedded already: a step's "after" is the next one's.
+// images must be embedded already: a step's "after" is the next one's,
+// when the next record is that step's successor in the same run (a
+// multi-task trace starts each task's steps again).
 func addEvidence(dir string, steps []Step) {
 	for i := range steps {
 		s := &steps[i]
@@ -53,9 +58,14 @@ func addEvidence(dir string, steps []Step) {
 			continue
 		}
 		if i+1 < len(steps) {
-			if next := &steps[i+1]; next.Step.Step == s.Step.Step+1 && next.Image != "" {
+			if next := &steps[i+1]; next.RunIndex == s.RunIndex && next.Step.Step == s.Step.Step+1 && next.Image != "" {
 				s.After = next.Image
 				s.AfterCaption = fmt.Sprintf("after: step %d's screenshot", next.Step.Step)
+				if policyHandoff(next.Handoffs) {
+					// A policy's hand-off runs before the step observes:
+					// its screenshot shows the person's work too.
+					s.AfterCaption += ", taken after a person's hand-off (it shows what they did too)"
+				}
 				continue
 			}
 		}
@@ -63,15 +73,47 @@ func addEvidence(dir string, steps []Step) {
 	}
 }
 
-// changedPage reports whether an action's verdict says the page changed.
+// policyHandoff reports whether a step handed the browser to a person
+// because a policy asked (not the model: its hand-off is an action, after
+// the screenshot).
+func policyHandoff(hs []agent.Handoff) bool {
+	for _, h := range hs {
+		if h.By != "model" {
+			return true
+		}
+	}
+	return false
+}
+
+// changedPage reports whether an action changed the page: its verdict
+// says so, or it failed yet its evidence shows another URL or page
+// fingerprint after it (a form whose POST answered 500 with an error
+// page).
 func changedPage(acts []trace.Action) bool {
 	for _, a := range acts {
 		switch a.Verdict {
 		case "changed", "navigated", "new_tab":
 			return true
+		case "failed":
+			if evidenceDiffers(a.Before, a.After) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// evidenceDiffers reports whether an action's recorded evidence shows the
+// page's URL or fingerprint changed; false when either side is missing.
+func evidenceDiffers(before, after json.RawMessage) bool {
+	var b, a events.Evidence
+	if json.Unmarshal(before, &b) != nil || json.Unmarshal(after, &a) != nil {
+		return false
+	}
+	if b.URL == "" && b.Fingerprint == "" || a.URL == "" && a.Fingerprint == "" {
+		return false
+	}
+	return b.URL != a.URL || b.Fingerprint != a.Fingerprint
 }
 
 // phases is a step's timeline; nil when the trace recorded none (older
@@ -80,9 +122,18 @@ func changedPage(acts []trace.Action) bool {
 func phases(st trace.Step) []Phase {
 	ps := []Phase{{Name: "observe", MS: st.ObserveMS}, {Name: "model", MS: st.ModelMS}, {Name: "actions", MS: st.ActionsMS}}
 	// A person's time (hand-offs) is its own phase: it is not the agent's.
-	person := 0.0
+	// The model's request_human is an action: its time is in the actions'
+	// and counted once, as the person's.
+	person, asked := 0.0, 0.0
 	for _, h := range st.Handoffs {
-		person += float64(h.Duration) / float64(time.Millisecond)
+		d := float64(h.Duration) / float64(time.Millisecond)
+		person += d
+		if h.By == "model" {
+			asked += d
+		}
+	}
+	if finite(asked) && asked > 0 {
+		ps[2].MS = max(0, ps[2].MS-asked)
 	}
 	if person > 0 {
 		ps = append(ps, Phase{Name: "person", MS: person})

@@ -31,23 +31,32 @@ func evidenceTrace(t *testing.T) string {
 	box := &[4]float64{10, 20, 30, 40}
 	items := []agent.HistoryItem{{
 		Step: 1, StartedAt: time.Unix(0, 0), EndedAt: time.Unix(2, 0),
-		ObserveTime: 300 * time.Millisecond, ModelTime: 1200 * time.Millisecond, ActionsTime: 400 * time.Millisecond,
+		// The actions' time holds the model's 90 s hand-off (an action).
+		ObserveTime: 300 * time.Millisecond, ModelTime: 1200 * time.Millisecond, ActionsTime: 90*time.Second + 400*time.Millisecond,
+		Notes: []string{"Batch stopped: " + hostile},
 		Usage: llm.Usage{PromptTokens: 1500, CompletionTokens: 80},
-		State: agent.StateRecord{URL: "http://127.0.0.1/apply", ScreenshotPath: shot, Viewport: &agent.Viewport{Width: 640, Height: 400}},
+		State: agent.StateRecord{URL: "http://127.0.0.1/apply", Title: "Apply " + hostile, ScreenshotPath: shot, Viewport: &agent.Viewport{Width: 640, Height: 400}},
 		Actions: []agent.ActionRecord{
-			{Name: "click", Params: json.RawMessage(`{"index":4}`), Verdict: events.VerdictFailed, Error: "POST http://127.0.0.1/submit answered 500",
-				Mark: &agent.ActionMark{Box: box, Point: &[2]float64{25, 40}},
+			{Name: "click", Params: json.RawMessage(`{"index":4}`), Verdict: events.VerdictFailed, Error: "POST http://127.0.0.1/submit answered 500 " + hostile,
+				Result:          agent.ActionResult{Text: "Clicked " + hostile},
+				RequestsOmitted: 23,
+				Mark:            &agent.ActionMark{Box: box, Point: &[2]float64{25, 40}},
 				Requests: []events.Request{
 					{Method: "POST", URL: "http://127.0.0.1/submit", Type: "Document", Status: 500},
 					{Method: "GET", URL: "http://127.0.0.1/style.css", Type: "Stylesheet", Status: 200},
-					{Method: "GET", URL: "http://tracker.test/px?q=" + hostile, Type: "Image", Error: "blocked by policy"},
+					{Method: "GET", URL: "http://tracker.test/px?q=" + hostile, Type: "Image", Error: "blocked by policy", Blocked: true},
 					{Method: "POST", URL: "http://127.0.0.1/autosave", Type: "XHR", Pending: true},
+					{Method: "POST", URL: "http://127.0.0.1/draft", Type: "Fetch", Canceled: true, Error: "net::ERR_ABORTED"},
+					{Method: "GET", URL: "http://127.0.0.1/favicon.ico", Type: "Other", Status: 404},
+					{Method: "GET", URL: "javascript:window.__pwned=3", Type: "Other", Status: 200},
 				}},
 			{Name: "scroll", Params: json.RawMessage(`{"index":7}`), Verdict: events.VerdictChanged, Mark: &agent.ActionMark{Box: &[4]float64{10, 900, 100, 20}}},
 		},
 		Handoffs: []agent.Handoff{
-			{By: "model", Reason: "solve the CAPTCHA " + hostile, Via: "live view", Note: "logged in as ada " + hostile, Duration: 90 * time.Second,
-				URLBefore: "http://127.0.0.1/login", URLAfter: "http://127.0.0.1/home", Changed: true},
+			{By: "model", Reason: "solve the CAPTCHA " + hostile, Via: "live view " + hostile, Note: "logged in as ada " + hostile, Duration: 90 * time.Second,
+				URLBefore: "http://127.0.0.1/login?" + hostile, URLAfter: "javascript:window.__pwned=4", Changed: true},
+			{By: "policy:login", Reason: "again", Error: "no person answered " + hostile, Duration: time.Second,
+				URLBefore: "http://127.0.0.1/home", URLAfter: "http://127.0.0.1/home"},
 			{By: "policy:captcha", Reason: "a reCAPTCHA frame", Declined: true, Duration: 4 * time.Second, URLBefore: "http://127.0.0.1/home", URLAfter: "http://127.0.0.1/home"},
 		},
 	}, {
@@ -95,6 +104,10 @@ func TestReportShowsRequestsAndHandoffs(t *testing.T) {
 		AfterMissing []string
 		Outside      []string
 		Timeline     string
+		Links        []string
+		Text         string
+		Notes        []string
+		Omitted      string
 	}
 	pg.Eval(t, `(() => ({
 		Pwned: window.__pwned === undefined ? null : window.__pwned,
@@ -108,6 +121,10 @@ func TestReportShowsRequestsAndHandoffs(t *testing.T) {
 		Outside: [...document.querySelectorAll('.mark-outside')].map(p => p.textContent),
 		MarksProblem: (document.querySelector('section.step[data-step="2"] .marks-problem') || {}).textContent || '',
 		Timeline: document.querySelector('.timeline .timeline-text').textContent,
+		Links: [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href')),
+		Text: document.body.textContent,
+		Notes: [...document.querySelectorAll('section.step[data-step="1"] li.note')].map(n => n.textContent),
+		Omitted: (document.querySelector('section.step[data-step="1"] .requests-omitted') || {}).textContent || '',
 	}))()`, &f)
 	if f.Pwned != nil || f.Scripts != 0 {
 		t.Fatalf("hostile text ran: __pwned=%v, %d scripts in the page", f.Pwned, f.Scripts)
@@ -115,8 +132,11 @@ func TestReportShowsRequestsAndHandoffs(t *testing.T) {
 	want := []struct{ class, status string }{
 		{"request req-failed", "failed: 500"},
 		{"request", "200"},
-		{"request req-failed", "failed: blocked by policy"},
+		{"request req-error", "blocked by policy"}, // a tracker's pixel: muted
 		{"request req-pending", "pending (no answer yet)"},
+		{"request req-pending", "canceled before an answer (unconfirmed)"},
+		{"request req-error", "failed: 404"}, // a favicon: not what failed the action
+		{"request", "200"},
 	}
 	if len(f.Requests) != len(want) {
 		t.Fatalf("requests %+v", f.Requests)
@@ -129,16 +149,38 @@ func TestReportShowsRequestsAndHandoffs(t *testing.T) {
 	if f.Requests[2].URL != "http://tracker.test/px?q="+hostile {
 		t.Errorf("hostile URL shown as %q", f.Requests[2].URL)
 	}
-	if len(f.Handoffs) != 2 {
+	if f.Requests[6].URL != "javascript:window.__pwned=3" {
+		t.Errorf("javascript: URL shown as %q", f.Requests[6].URL)
+	}
+	for _, l := range f.Links {
+		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(l)), "javascript:") {
+			t.Errorf("a link runs script: %q", l)
+		}
+	}
+	for _, w := range []string{"Apply " + hostile, "Clicked " + hostile, "answered 500 " + hostile} {
+		if !strings.Contains(f.Text, w) {
+			t.Errorf("the page lacks %q as text", w)
+		}
+	}
+	if strings.Join(f.Notes, "|") != "Batch stopped: "+hostile {
+		t.Errorf("notes %q", f.Notes)
+	}
+	if f.Omitted != "7 of 30 requests shown" {
+		t.Errorf("omitted requests told as %q", f.Omitted)
+	}
+	if len(f.Handoffs) != 3 {
 		t.Fatalf("hand-offs %q", f.Handoffs)
 	}
-	for _, w := range []string{"asked by model: solve the CAPTCHA " + hostile, "via live view", "1m30s",
-		"http://127.0.0.1/login → http://127.0.0.1/home", "done; the page changed", "note: logged in as ada " + hostile} {
+	for _, w := range []string{"asked by model: solve the CAPTCHA " + hostile, "via live view " + hostile, "1m30s",
+		"http://127.0.0.1/login?" + hostile + " → javascript:window.__pwned=4", "done; the page changed", "note: logged in as ada " + hostile} {
 		if !strings.Contains(f.Handoffs[0], w) {
 			t.Errorf("hand-off %q lacks %q", f.Handoffs[0], w)
 		}
 	}
-	if h := f.Handoffs[1]; !strings.Contains(h, "asked by policy:captcha: a reCAPTCHA frame") || !strings.Contains(h, "declined") || strings.Contains(h, "→") {
+	if h := f.Handoffs[1]; !strings.Contains(h, "no person answered "+hostile) {
+		t.Errorf("failed hand-off %q", h)
+	}
+	if h := f.Handoffs[2]; !strings.Contains(h, "asked by policy:captcha: a reCAPTCHA frame") || !strings.Contains(h, "declined") || strings.Contains(h, "→") {
 		t.Errorf("declined hand-off %q", h)
 	}
 	// Step 1: the click's box and point; step 2 recorded no viewport, so
@@ -154,7 +196,7 @@ func TestReportShowsRequestsAndHandoffs(t *testing.T) {
 	if strings.Join(f.Outside, "|") != "Action 2's element was wholly outside the screenshot." {
 		t.Errorf("off-screen notes %q", f.Outside)
 	}
-	for _, w := range []string{"observe 300 ms", "model 1200 ms", "actions 400 ms", "person 94000 ms", "tokens"} {
+	for _, w := range []string{"observe 300 ms", "model 1.2 s", "actions 400 ms", "person 95.0 s", "tokens"} {
 		if !strings.Contains(f.Timeline, w) {
 			t.Errorf("timeline %q lacks %q", f.Timeline, w)
 		}
@@ -194,5 +236,51 @@ func TestEvidenceGeometry(t *testing.T) {
 	s.Image = ""
 	if ms, _ := marks(s); ms != nil {
 		t.Fatalf("marks without a screenshot: %+v", ms)
+	}
+}
+
+// A step's "after" picture is the next step's screenshot only within one
+// run (a driven session's next task starts at step 1 again, and a step
+// numbered N+1 of another task is not N's successor); when the next step
+// handed the browser to a person by a policy before observing, the
+// caption says its screenshot shows the person's work too. A failed
+// action whose evidence shows another URL (a POST answering 500 with an
+// error page) changed the page; a failed one that left it alone did not.
+func TestAfterPictureAdjacency(t *testing.T) {
+	changed := []trace.Action{{Name: "click", Verdict: "changed"}}
+	failedTo := func(before, after string) []trace.Action {
+		return []trace.Action{{Name: "click", Verdict: "failed",
+			Before: json.RawMessage(`{"URL":"http://h/` + before + `","Fingerprint":"` + before + `"}`),
+			After:  json.RawMessage(`{"URL":"http://h/` + after + `","Fingerprint":"` + after + `"}`)}}
+	}
+	steps := []Step{
+		{Step: trace.Step{Step: 1, Actions: changed}, Image: "data:a", RunIndex: 0},
+		{Step: trace.Step{Step: 2, Actions: changed}, Image: "data:b", RunIndex: 1},
+		{Step: trace.Step{Step: 3, Actions: failedTo("form", "error")}, Image: "data:c", RunIndex: 1},
+		{Step: trace.Step{Step: 4, Actions: failedTo("error", "error"), Handoffs: []agent.Handoff{{By: "policy:captcha", Duration: time.Second}}}, Image: "data:d", RunIndex: 1},
+		{Step: trace.Step{Step: 5}, Image: "data:e", RunIndex: 1},
+	}
+	addEvidence(t.TempDir(), steps)
+	if steps[0].After != "" || steps[0].AfterMissing == "" {
+		t.Errorf("task 1's last step took task 2's picture: %q %q", steps[0].After, steps[0].AfterCaption)
+	}
+	if steps[1].After != "data:c" || steps[1].AfterCaption != "after: step 3's screenshot" {
+		t.Errorf("step 2: %q %q", steps[1].After, steps[1].AfterCaption)
+	}
+	if steps[2].After != "data:d" || !strings.Contains(steps[2].AfterCaption, "after a person's hand-off") {
+		t.Errorf("a failed action that led to an error page: %q %q %q", steps[2].After, steps[2].AfterCaption, steps[2].AfterMissing)
+	}
+	if steps[3].After != "" || steps[3].AfterMissing != "" {
+		t.Errorf("a failed action that changed nothing: %q %q", steps[3].After, steps[3].AfterMissing)
+	}
+	// The model's hand-off is an action: its time is not counted twice.
+	ps := phases(trace.Step{DurationMS: 10000, ObserveMS: 100, ModelMS: 200, ActionsMS: 9000,
+		Handoffs: []agent.Handoff{{By: "model", Duration: 8800 * time.Millisecond}, {By: "policy:login", Duration: 500 * time.Millisecond}}})
+	sum := 0.0
+	for _, p := range ps {
+		sum += p.MS
+	}
+	if len(ps) != 4 || ps[2].MS != 200 || ps[3].MS != 9300 || sum > 10000 {
+		t.Errorf("phases %+v (sum %g of 10000 ms)", ps, sum)
 	}
 }

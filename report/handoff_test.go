@@ -53,6 +53,12 @@ func TestReportShowsARealHandoff(t *testing.T) {
 		if err == nil {
 			err = testbrowser.Eval(cs, `document.getElementById('name').value = 'Ada', document.getElementById('greet').click(), true`, nil)
 		}
+		// The person takes a while (not a wait for anything): long enough
+		// that counting their time twice would show in the timeline.
+		select {
+		case <-ctx.Done():
+		case <-time.After(300 * time.Millisecond):
+		}
 		return agent.HumanResponse{Note: "greeted her", Via: "the test"}, err
 	})
 	a, err := agent.New("Open "+srv.URL+"/form.html and greet Ada.", model, s, agent.Settings{
@@ -91,5 +97,20 @@ func TestReportShowsARealHandoff(t *testing.T) {
 	}
 	if strings.Join(f.Phases, ",") != "observe,model,actions,person" {
 		t.Errorf("step 1 timeline %v", f.Phases)
+	}
+	// The person's time is counted once: the model's hand-off is one of
+	// the step's actions, and the phases add up to at most the step.
+	d, err := Load(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range d.Steps {
+		sum := 0.0
+		for _, p := range st.Phases {
+			sum += p.MS
+		}
+		if sum > st.DurationMS+5 {
+			t.Errorf("step %d: phases %+v add up to %.1f ms of a %.1f ms step", st.Step.Step, st.Phases, sum, st.DurationMS)
+		}
 	}
 }

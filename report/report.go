@@ -54,12 +54,22 @@ var styles = sync.OnceValue(func() template.CSS {
 // package, and every short command (a shell step) would pay for the parse.
 var page = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
-		"css":  styles,
-		"inc":  func(i int) int { return i + 1 },
-		"dur":  func(d time.Duration) string { return d.Round(time.Millisecond).String() },
-		"ms":   func(v float64) string { return fmt.Sprintf("%.0f ms", v) },
-		"secs": func(v float64) string { return fmt.Sprintf("%.1f s", v/1000) },
-		"join": strings.Join,
+		"css": styles,
+		"inc": func(i int) int { return i + 1 },
+		"add": func(a, b int) int { return a + b },
+		"dur": func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+		"ms":  func(v float64) string { return fmt.Sprintf("%.0f ms", v) },
+		// took is a phase's length: ms under a second, s above.
+		"took": func(v float64) string {
+			if v >= 1000 {
+				return fmt.Sprintf("%.1f s", v/1000)
+			}
+			return fmt.Sprintf("%.0f ms", v)
+		},
+		"reqStatus": reqStatus,
+		"reqClass":  reqClass,
+		"secs":      func(v float64) string { return fmt.Sprintf("%.1f s", v/1000) },
+		"join":      strings.Join,
 		// tokens words a record's token counts by kind.
 		"tokens": func(t trace.Tokens) string {
 			return agent.FormatUsage(llm.Usage{PromptTokens: t.PromptTokens, CompletionTokens: t.CompletionTokens,
@@ -149,6 +159,9 @@ type Step struct {
 	AfterMissing string
 	// Phases are the step's timeline: observe, model, actions.
 	Phases []Phase
+	// RunIndex is how many run records precede the step in the trace: a
+	// driven session's tasks each number their steps from 1.
+	RunIndex int
 }
 
 // MaxBlockedRequests caps the refused requests the report lists (a page
@@ -206,6 +219,7 @@ func Load(path string) (*Data, error) {
 	}
 	dir := filepath.Dir(path)
 	kinds := map[string]*KindCount{}
+	runs := 0
 	for _, r := range recs {
 		switch r.Type {
 		case trace.TypeOpen:
@@ -214,6 +228,7 @@ func Load(path string) (*Data, error) {
 				d.Title = task
 			}
 		case trace.TypeRun:
+			runs++
 			var run trace.Run
 			if json.Unmarshal(r.Data, &run) == nil {
 				if d.Run != nil {
@@ -224,7 +239,9 @@ func Load(path string) (*Data, error) {
 		case trace.TypeStep:
 			var st trace.Step
 			if json.Unmarshal(r.Data, &st) == nil {
-				d.Steps = append(d.Steps, embedShot(dir, st))
+				s := embedShot(dir, st)
+				s.RunIndex = runs
+				d.Steps = append(d.Steps, s)
 			}
 		case trace.TypeModel:
 			var m trace.Model
@@ -353,6 +370,43 @@ func shotMediaType(name string) string {
 		return "image/webp"
 	}
 	return "image/png"
+}
+
+// reqStatus words what became of a request an action caused.
+func reqStatus(r events.Request) string {
+	switch {
+	case r.Blocked && strings.HasPrefix(r.Error, "blocked"):
+		return r.Error
+	case r.Blocked:
+		return "blocked: " + r.Error
+	case r.Canceled && r.Status == 0:
+		return "canceled before an answer (unconfirmed)"
+	case r.Error != "":
+		return "failed: " + r.Error
+	case r.Pending && r.Status == 0:
+		return "pending (no answer yet)"
+	case r.Status >= 400:
+		return fmt.Sprintf("failed: %d", r.Status)
+	case r.Status != 0:
+		return fmt.Sprint(r.Status)
+	}
+	return ""
+}
+
+// reqClass is a request row's highlight: req-failed (red) for a failed
+// write or document, the kind that makes an action fail; req-error
+// (muted) for another failed request (a favicon's 404, a tracker's
+// pixel); req-pending for one whose outcome is unknown.
+func reqClass(r events.Request) string {
+	switch {
+	case r.Unconfirmed():
+		return "req-pending"
+	case r.Failed() && (r.Write() || r.Type == "Document"):
+		return "req-failed"
+	case r.Failed():
+		return "req-error"
+	}
+	return ""
 }
 
 // Render writes the HTML report of d.

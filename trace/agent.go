@@ -127,7 +127,7 @@ func StepRecord(dir string, it agent.HistoryItem) Step {
 	}
 	for _, ar := range it.Actions {
 		ta := Action{Name: ar.Name, Params: ar.Params, Verdict: string(ar.Verdict), Detail: ar.Result.Text, Error: ar.Error,
-			Requests: ar.Requests, Mark: ar.Mark}
+			Requests: ar.Requests, RequestsOmitted: ar.RequestsOmitted, Mark: ar.Mark}
 		if oc := ar.Result.Outcome; oc != nil {
 			ta.Before, _ = json.Marshal(oc.Before)
 			ta.After, _ = json.Marshal(oc.After)
@@ -142,6 +142,7 @@ func StepRecord(dir string, it agent.HistoryItem) Step {
 	st.ObserveMS, st.ModelMS, st.ActionsMS = ms(it.ObserveTime), ms(it.ModelTime), ms(it.ActionsTime)
 	st.Viewport = it.State.Viewport
 	st.Handoffs = it.Handoffs
+	st.Notes = it.Notes
 	return st
 }
 

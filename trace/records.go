@@ -64,6 +64,10 @@ type Step struct {
 	AfterScreenshotSHA256 string `json:"after_screenshot_sha256,omitempty"`
 	// Handoffs are the step's hand-offs to a person, in order.
 	Handoffs []agent.Handoff `json:"handoffs,omitempty"`
+	// Notes are what the agent told the model at the next step about this
+	// one: a batch stopped by the fence, a forced final answer, a
+	// hand-off's outcome.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // PlanItem is one item of the model's plan: status done, current or
@@ -103,6 +107,9 @@ type Action struct {
 	After  json.RawMessage `json:"after,omitempty"`
 	// Requests are the network requests the action caused.
 	Requests []events.Request `json:"requests,omitempty"`
+	// RequestsOmitted counts the requests the action sent after those
+	// listed.
+	RequestsOmitted int `json:"requests_omitted,omitempty"`
 	// Mark is where the action landed (element box, point), in the
 	// viewport's CSS pixels of the step's observation.
 	Mark *agent.ActionMark `json:"mark,omitempty"`
