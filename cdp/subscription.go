@@ -1,6 +1,8 @@
 package cdp
 
 import (
+	"sync/atomic"
+
 	jsonv2 "github.com/chromedp/cdproto/cdp/jsonv2"
 	"go.uber.org/zap"
 )
@@ -38,10 +40,17 @@ type Subscription struct {
 	ch      chan Event
 	raw     chan jsonv2.Value
 
+	delivered atomic.Uint64 // events put on C (or raw) so far
+
 	// Guarded by conn.mu.
 	closed bool
 	err    error
 }
+
+// Delivered returns how many events were put on the subscription's channel
+// so far. A consumer that counts the ones it handled knows, after any
+// round trip, whether it has seen every event that came before the reply.
+func (s *Subscription) Delivered() uint64 { return s.delivered.Load() }
 
 // C returns the channel of events.
 func (s *Subscription) C() <-chan Event { return s.ch }
@@ -102,12 +111,14 @@ func (c *Conn) deliverLocked(sub *Subscription, ev Event) {
 	if sub.raw != nil {
 		select {
 		case sub.raw <- ev.Params:
+			sub.delivered.Add(1)
 			return
 		default:
 		}
 	} else {
 		select {
 		case sub.ch <- ev:
+			sub.delivered.Add(1)
 			return
 		default:
 		}

@@ -49,8 +49,8 @@ type Evidence struct {
 	TabCount      int    // the session's own tabs (not a connected browser's foreign ones)
 	// RequestMark is the session's network sequence number when the
 	// evidence was read: the outcome computed from this evidence lists
-	// the requests sent after it. Zero when the session records no
-	// requests.
+	// the requests sent after it (the session's marks start at 1). Zero
+	// (an Evidence the session did not read): no requests are listed.
 	RequestMark uint64 `json:"-"`
 }
 
@@ -138,21 +138,38 @@ func ShortURL(u string) string {
 
 // FailedWrite returns the first write request of the outcome whose answer
 // is an error (see Request.Failed) among documents, XHRs and fetches: the
-// request that makes an action's verdict failed. XHRs and fetches listed
-// after a document request are taken for the new document's own (its
-// scripts' analytics, say), not the action's, and do not count.
+// request that makes an action's verdict failed. Only the page's own
+// requests count (Request.Own): a third-party script's telemetry or a
+// cross-site poll failing is not the action failing. XHRs and fetches
+// listed after a main-frame navigation (Request.Navigation) are taken for
+// the new document's own (its scripts' analytics, say), not the action's,
+// and do not count.
 func (o ActionOutcome) FailedWrite() (Request, bool) {
-	doc := false
+	nav := false
 	for _, r := range o.Requests {
-		if doc && r.Type != "Document" {
+		if nav && !r.Navigation {
 			continue
 		}
-		if r.Write() && r.Failed() && r.Verdictable() {
+		if r.Own && r.Write() && r.Failed() && r.Verdictable() {
 			return r, true
 		}
-		doc = doc || r.Type == "Document"
+		nav = nav || r.Navigation
 	}
 	return Request{}, false
+}
+
+// RequestErr returns the error an action must return with outcome o: err
+// when it is not nil; when o's verdict is failed because of a write
+// request it lists (FailedWrite), a *RequestError wrapping
+// ErrRequestFailed; nil otherwise.
+func (o ActionOutcome) RequestErr(err error) error {
+	if err != nil || o.Verdict != VerdictFailed {
+		return err
+	}
+	if r, ok := o.FailedWrite(); ok {
+		return &RequestError{Request: r}
+	}
+	return nil
 }
 
 // Verdictable reports whether r is of a type whose answer decides an
@@ -187,6 +204,14 @@ type Request struct {
 	// (the page navigated away, a script aborted it): it may have reached
 	// the server. It is not Failed.
 	Canceled bool `json:"canceled,omitempty"`
+	// Own reports that the request is the page's own: a document, or a
+	// request to the same site (scheme and registrable domain) as the
+	// document of the frame that sent it. A third-party request (a
+	// tracker's POST, a cross-site poll) is listed but decides nothing.
+	Own bool `json:"own,omitempty"`
+	// Navigation reports that the request loads a new document in the
+	// tab's main frame (not an iframe's).
+	Navigation bool `json:"navigation,omitempty"`
 }
 
 // Write reports whether r asks the server to change something: any method

@@ -29,14 +29,14 @@ func TestRequestDescribeAndFailed(t *testing.T) {
 
 func TestFailedWriteSkipsTheNewPagesOwnRequests(t *testing.T) {
 	o := ActionOutcome{Requests: []Request{
-		{Method: "GET", URL: "http://h/next", Type: "Document", Status: 200},
-		{Method: "POST", URL: "http://h/analytics", Type: "Fetch", Status: 500}, // the new page's
-		{Method: "POST", URL: "http://h/beacon", Type: "Ping", Status: 500},     // not a verdict type
+		{Method: "GET", URL: "http://h/next", Type: "Document", Status: 200, Own: true, Navigation: true},
+		{Method: "POST", URL: "http://h/analytics", Type: "Fetch", Status: 500, Own: true}, // the new page's
+		{Method: "POST", URL: "http://h/beacon", Type: "Ping", Status: 500, Own: true},     // not a verdict type
 	}}
 	if r, ok := o.FailedWrite(); ok {
 		t.Fatalf("FailedWrite = %+v, want none", r)
 	}
-	o.Requests = append([]Request{{Method: "POST", URL: "http://h/save", Type: "XHR", Status: 422}}, o.Requests...)
+	o.Requests = append([]Request{{Method: "POST", URL: "http://h/save", Type: "XHR", Status: 422, Own: true}}, o.Requests...)
 	if r, ok := o.FailedWrite(); !ok || r.URL != "http://h/save" {
 		t.Fatalf("FailedWrite = %+v %v, want the XHR", r, ok)
 	}
@@ -44,5 +44,30 @@ func TestFailedWriteSkipsTheNewPagesOwnRequests(t *testing.T) {
 	var re *RequestError
 	if !errors.Is(err, ErrRequestFailed) || !errors.As(err, &re) || err.Error() != "POST http://h/save answered 422" {
 		t.Fatalf("RequestError %v", err)
+	}
+}
+
+// TestFailedWriteOnlyOwnAndAfterFrameDocuments: a third-party write that
+// failed decides nothing; an iframe's document does not hide the action's
+// own failed write that follows it.
+func TestFailedWriteOnlyOwnAndAfterFrameDocuments(t *testing.T) {
+	o := ActionOutcome{Verdict: VerdictFailed, Requests: []Request{
+		{Method: "POST", URL: "http://tracker/v1/t", Type: "Fetch", Status: 422},
+		{Method: "GET", URL: "http://h/slow", Type: "Document", Status: 200, Own: true}, // an iframe's
+		{Method: "POST", URL: "http://h/api", Type: "Fetch", Status: 422, Own: true},
+	}}
+	r, ok := o.FailedWrite()
+	if !ok || r.URL != "http://h/api" {
+		t.Fatalf("FailedWrite = %+v %v, want the own POST after the frame", r, ok)
+	}
+	if err := o.RequestErr(nil); !errors.Is(err, ErrRequestFailed) {
+		t.Fatalf("RequestErr = %v", err)
+	}
+	o.Requests = o.Requests[:2]
+	if r, ok := o.FailedWrite(); ok {
+		t.Fatalf("FailedWrite = %+v, want none (third-party only)", r)
+	}
+	if err := o.RequestErr(nil); err != nil {
+		t.Fatalf("RequestErr = %v, want nil", err)
 	}
 }

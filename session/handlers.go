@@ -119,7 +119,7 @@ func (s *Session) onNavigate(ctx context.Context, ev events.NavigateToURLEvent) 
 	case out.Loading != "":
 		res.Outcome.Detail = out.Loading
 	}
-	return res, actionError(events.NavigateToURL.Name, res.Outcome, requestError(res.Outcome, err))
+	return res, actionError(events.NavigateToURL.Name, res.Outcome, res.Outcome.RequestErr(err))
 }
 
 // actionError makes a failed navigation an *events.ActionError carrying its
@@ -143,7 +143,7 @@ func (s *Session) onHistory(ctx context.Context, delta int) (events.HistoryResul
 	if delta > 0 {
 		kind = events.GoForward.Name
 	}
-	return res, actionError(kind, res.Outcome, requestError(res.Outcome, err))
+	return res, actionError(kind, res.Outcome, res.Outcome.RequestErr(err))
 }
 
 func (s *Session) onRefresh(ctx context.Context, _ events.RefreshEvent) (events.HistoryResult, error) {
@@ -157,7 +157,7 @@ func (s *Session) onRefresh(ctx context.Context, _ events.RefreshEvent) (events.
 	if err == nil && out.Loading != "" {
 		res.Outcome.Detail = out.Loading
 	}
-	return res, actionError(events.Refresh.Name, res.Outcome, requestError(res.Outcome, err))
+	return res, actionError(events.Refresh.Name, res.Outcome, res.Outcome.RequestErr(err))
 }
 
 func (s *Session) onSwitchTab(ctx context.Context, ev events.SwitchTabEvent) (events.SwitchTabResult, error) {
@@ -200,13 +200,18 @@ func (s *Session) onCloseTab(ctx context.Context, ev events.CloseTabEvent) (even
 //
 // It also lists the requests sent since before was read (Requests, at
 // most events.MaxOutcomeRequests), after waiting, at most
-// Profile.RequestWait, for the documents, XHRs and fetches among them to
-// be answered; an action that sent none waits no longer than before. A
-// write request among those (POST, PUT, PATCH, DELETE) that answered 4xx
+// Profile.RequestWait, for the page's own documents, XHRs and fetches
+// among them to be answered; an action that sent none waits no longer
+// than before. Requests sent after that wait ended are not listed: they
+// belong to no action. A write request of the page's own among those
+// (POST, PUT, PATCH, DELETE; see events.Request.Own) that answered 4xx
 // or 5xx, failed on the network or was blocked makes the verdict failed,
 // its Detail naming the request and its answer; the action then returns
-// [RequestError]'s error. A write still unanswered, and a document that
-// answered an error, are named in Detail without changing the verdict.
+// [RequestError]'s error. A write still unanswered, a document that
+// answered an error and a navigation still unanswered are named in
+// Detail without changing the verdict. Third-party requests (a tracker's,
+// a cross-site poll) are listed and decide nothing. A zero
+// before.RequestMark lists no requests.
 func (s *Session) Outcome(ctx context.Context, before events.Evidence, err error) events.ActionOutcome {
 	return s.outcome(ctx, before, err)
 }
@@ -217,7 +222,10 @@ func (s *Session) Evidence(ctx context.Context) events.Evidence { return s.evide
 
 func (s *Session) outcome(ctx context.Context, before events.Evidence, err error) events.ActionOutcome {
 	after := s.evidence(ctx)
-	if err == nil && after.URL == before.URL && after.Fingerprint == before.Fingerprint && after.TabCount == before.TabCount {
+	same := func() bool {
+		return after.URL == before.URL && after.Fingerprint == before.Fingerprint && after.TabCount == before.TabCount
+	}
+	if err == nil && same() {
 		// A form submit or a script may start its navigation just after the
 		// input event returned: look once more before calling it no change.
 		select {
@@ -226,17 +234,28 @@ func (s *Session) outcome(ctx context.Context, before events.Evidence, err error
 		case <-ctx.Done():
 		}
 	}
-	if err == nil && s.awaitRequests(ctx, before.RequestMark) {
-		// The answers may have changed the page (a script showed them, a
-		// form's POST committed its result): look again, and once more
-		// after a pause if it still looks the same.
-		after = s.evidence(ctx)
-		if after.URL == before.URL && after.Fingerprint == before.Fingerprint && after.TabCount == before.TabCount {
-			select {
-			case <-time.After(settleDelay):
-				after = s.evidence(ctx)
-			case <-ctx.Done():
+	// end: the last request the outcome lists. Requests sent after the
+	// wait ended belong to no action.
+	var end uint64
+	if err == nil {
+		deadline := time.Now().Add(s.profile.RequestWait)
+		var held bool
+		end, held = s.awaitRequests(ctx, before.RequestMark, deadline)
+		if held {
+			// The answers may have changed the page (a script showed
+			// them, a form's POST committed its result): look again, and
+			// once more after a pause if it still looks the same; then
+			// wait, in what is left of the bound, for the requests sent
+			// meanwhile.
+			after = s.evidence(ctx)
+			if same() {
+				select {
+				case <-time.After(settleDelay):
+					after = s.evidence(ctx)
+				case <-ctx.Done():
+				}
 			}
+			end, _ = s.awaitRequests(ctx, before.RequestMark, deadline)
 		}
 	}
 	if err == nil && after.URL != before.URL && after.FocusedTarget == before.FocusedTarget {
@@ -258,9 +277,12 @@ func (s *Session) outcome(ctx context.Context, before events.Evidence, err error
 	default:
 		o.Verdict = events.VerdictNoChange
 	}
-	if before.RequestMark > 0 || s.net.mark() > 0 {
-		s.net.caughtUp(ctx, 20*time.Millisecond)
-		o.Requests, o.RequestsOmitted = s.requestsSince(before.RequestMark)
+	if before.RequestMark > 0 {
+		if err != nil {
+			s.net.caughtUp(ctx, 20*time.Millisecond)
+			end = s.net.mark()
+		}
+		o.Requests, o.RequestsOmitted = s.requestsSince(before.RequestMark, end)
 		networkVerdict(&o, err)
 	}
 	return o

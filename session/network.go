@@ -3,9 +3,13 @@ package session
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/net/publicsuffix"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/target"
@@ -19,8 +23,10 @@ import (
 const (
 	DefaultRequestWait  = 3 * time.Second
 	DefaultRequestQuiet = 100 * time.Millisecond
-	// requestLogSize bounds the requests a session remembers; an action's
-	// outcome reads only the ones sent since its start.
+	DefaultReadWait     = time.Second
+	// requestLogSize is how many requests a session remembers at least
+	// (at most twice as many); an action's outcome reads only the ones
+	// sent since its start.
 	requestLogSize = 1024
 	// maxURL clips a recorded URL (data: URLs can be megabytes).
 	maxURL = 2048
@@ -50,23 +56,29 @@ type netKey struct {
 	id   string
 }
 
-// netLog is the session's bounded record of its page targets' requests,
-// fed by one connection-wide subscription (see recordNetwork). Entries are
+// netLog is the session's bounded record of its own tabs' requests, fed
+// by one connection-wide subscription (see recordNetwork). Entries are
 // numbered by a sequence that only grows, across restarts too, so that a
-// mark taken before an action selects the requests sent after it.
+// mark taken before an action selects the requests sent after it. The
+// sequence starts at 1: a zero mark (an Evidence not read by the session)
+// selects nothing.
 type netLog struct {
 	mu      sync.Mutex
 	seq     uint64
-	entries []*netEntry          // oldest first, at most requestLogSize
+	entries []*netEntry          // oldest first, requestLogSize to 2× that
 	current map[netKey]*netEntry // the latest hop of each request
 	last    time.Time            // when the last event was recorded
-	sub     *cdp.Subscription    // the subscription being consumed
-	busy    bool                 // an event is being recorded
 	changed chan struct{}        // closed and replaced on every record
+	// sub is the subscription being consumed and handled how many of its
+	// events were handled (recorded or dropped): caughtUp compares it
+	// with sub.Delivered. progress is closed and replaced on each.
+	sub      *cdp.Subscription
+	handled  uint64
+	progress chan struct{}
 }
 
 func newNetLog() *netLog {
-	return &netLog{current: map[netKey]*netEntry{}, changed: make(chan struct{})}
+	return &netLog{seq: 1, current: map[netKey]*netEntry{}, changed: make(chan struct{}), progress: make(chan struct{})}
 }
 
 // mark returns the sequence number of the last recorded request.
@@ -78,9 +90,12 @@ func (l *netLog) mark() uint64 {
 
 // wire structs decode only what is kept: no headers, no bodies.
 type wireRequest struct {
-	RequestID string `json:"requestId"`
-	Type      string `json:"type"`
-	Request   struct {
+	RequestID   string `json:"requestId"`
+	LoaderID    string `json:"loaderId"`
+	FrameID     string `json:"frameId"`
+	DocumentURL string `json:"documentURL"`
+	Type        string `json:"type"`
+	Request     struct {
 		URL    string `json:"url"`
 		Method string `json:"method"`
 	} `json:"request"`
@@ -108,8 +123,9 @@ type wireFinished struct {
 	RequestID string `json:"requestId"`
 }
 
-// record applies one Network event.
-func (l *netLog) record(ev cdp.Event) {
+// record applies one Network event of the tab page (a frame target's
+// events name the tab it is in).
+func (l *netLog) record(page target.ID, ev cdp.Event) {
 	var sid target.SessionID
 	if ev.Session != nil {
 		sid = ev.Session.ID()
@@ -120,8 +136,17 @@ func (l *netLog) record(ev cdp.Event) {
 		if ev.Decode(&e) != nil {
 			return
 		}
+		if e.Type == "Other" && e.Request.Method == "GET" && strings.HasSuffix(pathOf(e.Request.URL), "/favicon.ico") {
+			// The browser's own fetch of the tab's icon, never an
+			// action's, and sent whenever the browser likes.
+			return
+		}
 		k := netKey{sid, e.RequestID}
-		page := pageOf(ev.Session)
+		req := events.Request{Method: e.Request.Method, URL: recordedURL(e.Request.URL), Type: e.Type, Pending: true}
+		req.Own = e.Type == "Document" || siteOf(e.Request.URL) == siteOf(e.DocumentURL)
+		// A navigation's request id is its loader's; the main frame's id
+		// is the tab's target id.
+		req.Navigation = e.Type == "Document" && e.FrameID != "" && e.FrameID == string(page) && e.LoaderID == e.RequestID
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if prev := l.current[k]; prev != nil && e.RedirectResponse != nil {
@@ -129,15 +154,13 @@ func (l *netLog) record(ev cdp.Event) {
 			// its own (a POST answered 302), the next hop is a new entry.
 			prev.req.Status, prev.req.Pending, prev.done, prev.loaded = e.RedirectResponse.Status, false, true, true
 		}
-		u := e.Request.URL
-		if len(u) > maxURL {
-			u = u[:maxURL] + "…"
-		}
 		l.seq++
-		ent := &netEntry{seq: l.seq, page: page, key: k, req: events.Request{Method: e.Request.Method, URL: u, Type: e.Type, Pending: true}}
+		ent := &netEntry{seq: l.seq, page: page, key: k, req: req}
 		l.current[k] = ent
 		l.entries = append(l.entries, ent)
-		if n := len(l.entries) - requestLogSize; n > 0 {
+		if len(l.entries) > 2*requestLogSize {
+			// Trimmed in halves, not on every request once full.
+			n := len(l.entries) - requestLogSize
 			for _, old := range l.entries[:n] {
 				if l.current[old.key] == old {
 					delete(l.current, old.key)
@@ -226,19 +249,112 @@ func (l *netLog) forget() {
 }
 
 // caughtUp waits, at most bound, until the events already delivered to
-// the subscription are recorded, so that a look right after a CDP round
+// the subscription are handled, so that a look right after a CDP round
 // trip sees the requests announced before its reply.
 func (l *netLog) caughtUp(ctx context.Context, bound time.Duration) {
-	deadline := time.Now().Add(bound)
+	l.mu.Lock()
+	sub := l.sub
+	l.mu.Unlock()
+	if sub == nil {
+		return
+	}
+	want := sub.Delivered()
+	t := time.NewTimer(bound)
+	defer t.Stop()
 	for {
 		l.mu.Lock()
-		idle := !l.busy && (l.sub == nil || len(l.sub.C()) == 0)
+		done := l.sub != sub || l.handled >= want
+		ch := l.progress
 		l.mu.Unlock()
-		if idle || time.Now().After(deadline) || ctx.Err() != nil {
+		if done {
 			return
 		}
-		time.Sleep(time.Millisecond)
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
+}
+
+// handledOne counts an event of sub as handled.
+func (l *netLog) handledOne(sub *cdp.Subscription) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.sub != sub {
+		return // a reconnect's recorder consumes another one now
+	}
+	l.handled++
+	close(l.progress)
+	l.progress = make(chan struct{})
+}
+
+// pathOf is the path of the URL u, "" when u does not parse.
+func pathOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return p.Path
+}
+
+// siteOf is the site of the URL u: its scheme and registrable domain
+// (example.com for api.example.com), or its host when it has none (an IP
+// address, localhost). Ports do not count, as for the browser's same-site.
+func siteOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	host := p.Hostname()
+	if host == "" || net.ParseIP(host) != nil {
+		return p.Scheme + "://" + host
+	}
+	if d, err := publicsuffix.EffectiveTLDPlusOne(host); err == nil {
+		host = d
+	}
+	return p.Scheme + "://" + host
+}
+
+// recordedURL is the URL as the log keeps it: scheme, host, path and the
+// names of the query's parameters, their values replaced by "…" (an
+// autocomplete's query holds what was typed, a link may hold a token),
+// no fragment; clipped to maxURL. A data: URL keeps its media type only.
+func recordedURL(u string) string {
+	if strings.HasPrefix(u, "data:") {
+		if i := strings.IndexByte(u, ','); i >= 0 {
+			u = u[:i+1] + "…"
+		}
+	} else if p, err := url.Parse(u); err != nil {
+		u = withoutQuery(u)
+	} else {
+		p.Fragment, p.RawFragment = "", ""
+		if p.RawQuery != "" {
+			parts := strings.Split(p.RawQuery, "&")
+			for i, kv := range parts {
+				if k, _, ok := strings.Cut(kv, "="); ok {
+					parts[i] = k + "=…"
+				}
+			}
+			p.RawQuery = strings.Join(parts, "&")
+		}
+		p.User = nil
+		u = p.String()
+	}
+	if len(u) > maxURL {
+		u = u[:maxURL] + "…"
+	}
+	return u
+}
+
+// withoutQuery is u without its query and fragment.
+func withoutQuery(u string) string {
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		return u[:i]
+	}
+	return u
 }
 
 // recordNetwork consumes the connection's Network events until stop. It
@@ -260,18 +376,23 @@ func (s *Session) recordNetwork(stop <-chan struct{}, conn *cdp.Conn) {
 	open := func() *cdp.Subscription {
 		sub := conn.SubscribeEvents(networkEvents...)
 		l.mu.Lock()
-		l.sub, mine = sub, sub
+		l.sub, mine, l.handled = sub, sub, 0
+		close(l.progress) // a caughtUp on the previous one returns
+		l.progress = make(chan struct{})
 		l.mu.Unlock()
 		return sub
 	}
 	handle := func(ev cdp.Event) {
-		l.mu.Lock()
-		l.busy = true
-		l.mu.Unlock()
-		l.record(ev)
-		l.mu.Lock()
-		l.busy = false
-		l.mu.Unlock()
+		// Only the session's own tabs are recorded: a connected browser's
+		// other tabs would crowd the log out and keep it from going quiet.
+		page := pageOf(ev.Session)
+		s.mu.Lock()
+		own := s.own[page]
+		s.mu.Unlock()
+		if own {
+			l.record(page, ev)
+		}
+		l.handledOne(mine)
 	}
 	_ = follow.Run(ctx, open(), open, handle, follow.Options{
 		Name: "session requests", Logger: s.log,
@@ -305,10 +426,10 @@ func (s *Session) networkSetup(ctx context.Context, cs *cdp.Session) *cdp.Reply 
 }
 
 // requestsSince lists the requests of the session's own tabs (and their
-// frames) sent after mark: at most events.MaxOutcomeRequests, and how many
-// more there were.
-func (s *Session) requestsSince(mark uint64) (list []events.Request, omitted int) {
-	if s.profile.NoRequestEvidence {
+// frames) sent after mark up to end included: at most
+// events.MaxOutcomeRequests, and how many more there were.
+func (s *Session) requestsSince(mark, end uint64) (list []events.Request, omitted int) {
+	if s.profile.NoRequestEvidence || mark == 0 {
 		return nil, 0
 	}
 	s.mu.Lock()
@@ -321,7 +442,7 @@ func (s *Session) requestsSince(mark uint64) (list []events.Request, omitted int
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, ent := range l.entries {
-		if ent.seq <= mark || !own[ent.page] {
+		if ent.seq <= mark || ent.seq > end || !own[ent.page] {
 			continue
 		}
 		if len(list) == events.MaxOutcomeRequests {
@@ -334,54 +455,56 @@ func (s *Session) requestsSince(mark uint64) (list []events.Request, omitted int
 }
 
 // holds reports whether an unanswered request keeps an action's outcome
-// waiting, waited time into the wait: a write or a document (they decide
-// the verdict) for all of Profile.RequestWait; an XHR or fetch that reads
-// (a search's results) for readWait at most, so that a page's long poll
-// does not hold every action; images, scripts and beacons not at all.
-func holds(r events.Request, waited time.Duration) bool {
+// waiting, waited time into the wait: a write or a document of the page's
+// own (they decide the verdict) for all of Profile.RequestWait; an XHR or
+// fetch of its own that reads (a search's results) for Profile.ReadWait
+// at most, so that a page's long poll does not hold every action; images,
+// scripts, beacons and third-party requests not at all.
+func (s *Session) holds(r events.Request, waited time.Duration) bool {
 	switch {
-	case !r.Verdictable():
+	case !r.Verdictable() || !r.Own:
 		return false
 	case r.Write() || r.Type == "Document":
 		return true
 	}
-	return waited < readWait
+	return waited < s.profile.ReadWait
 }
 
-// readWait bounds the wait for an action's reading XHRs and fetches.
-const readWait = time.Second
-
 // awaitRequests waits until the requests sent after mark are settled:
-// every write and document answered (and read, so that the page's scripts
-// saw the answer), reading XHRs and fetches too for up to readWait, and
-// the others answered or the network quiet for Profile.RequestQuiet; at
-// most Profile.RequestWait. It returns at once
-// when no request was sent, and reports whether there was any.
-func (s *Session) awaitRequests(ctx context.Context, mark uint64) bool {
-	if s.profile.NoRequestEvidence {
-		return false
-	}
+// every write and document of the page's own answered (and read, so that
+// the page's scripts saw the answer), its reading XHRs and fetches too for
+// up to Profile.ReadWait, and the others answered or the network quiet
+// for Profile.RequestQuiet; until deadline at most. Third-party requests
+// are not waited for. It returns the sequence number of the last request
+// sent when it stopped (the outcome lists the requests up to it: later
+// ones belong to no action) and whether a request that holds the outcome
+// (see holds) was among them, in which case the page may have changed
+// since: it returns at once, with held false, when none was sent.
+func (s *Session) awaitRequests(ctx context.Context, mark uint64, deadline time.Time) (end uint64, held bool) {
 	l := s.net
 	l.caughtUp(ctx, 50*time.Millisecond)
+	if s.profile.NoRequestEvidence || mark == 0 {
+		return l.mark(), false
+	}
 	start := time.Now()
-	deadline := start.Add(s.profile.RequestWait)
 	s.mu.Lock()
 	own := make(map[target.ID]bool, len(s.own))
 	for id, ok := range s.own {
 		own[id] = ok
 	}
 	s.mu.Unlock()
-	sent := false
 	for {
 		l.mu.Lock()
 		waitHeld, waitOther := false, false
 		for _, ent := range l.entries {
-			if ent.seq <= mark || !own[ent.page] {
+			if ent.seq <= mark || !own[ent.page] || !ent.req.Own {
 				continue
 			}
-			sent = true
+			if s.holds(ent.req, 0) {
+				held = true
+			}
 			switch {
-			case !ent.loaded && holds(ent.req, time.Since(start)):
+			case !ent.loaded && s.holds(ent.req, time.Since(start)):
 				waitHeld = true
 			case !ent.done:
 				waitOther = true
@@ -389,13 +512,14 @@ func (s *Session) awaitRequests(ctx context.Context, mark uint64) bool {
 		}
 		quiet := time.Since(l.last) >= s.profile.RequestQuiet
 		ch := l.changed
+		end = l.seq
 		l.mu.Unlock()
 		if !waitHeld && (!waitOther || quiet) {
-			return sent
+			return end, held
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return sent
+			return end, held
 		}
 		t := time.NewTimer(min(left, s.profile.RequestQuiet))
 		select {
@@ -403,7 +527,7 @@ func (s *Session) awaitRequests(ctx context.Context, mark uint64) bool {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return sent
+			return end, held
 		}
 		t.Stop()
 	}
@@ -425,10 +549,13 @@ func networkVerdict(o *events.ActionOutcome, err error) {
 	}
 	for _, r := range o.Requests {
 		switch {
-		case !r.Verdictable():
+		case !r.Verdictable() || !r.Own:
 		case r.Write() && r.Unconfirmed():
 			notes = append(notes, r.Describe()+": check the page for the result")
 		case !r.Write() && r.Type == "Document" && r.Failed():
+			notes = append(notes, r.Describe())
+		case !r.Write() && r.Navigation && r.Pending:
+			// The page the action led to had not answered yet.
 			notes = append(notes, r.Describe())
 		}
 		if len(notes) >= 3 {
@@ -445,20 +572,9 @@ func networkVerdict(o *events.ActionOutcome, err error) {
 	o.Detail = d
 }
 
-// requestError is the error of an outcome that networkVerdict made
-// failed, nil otherwise.
-func requestError(o events.ActionOutcome, err error) error {
-	if err != nil || o.Verdict != events.VerdictFailed {
-		return err
-	}
-	if r, ok := o.FailedWrite(); ok {
-		return &events.RequestError{Request: r}
-	}
-	return nil
-}
-
 // RequestError returns the error an action must return for an outcome
 // that Outcome made failed because a write request it caused failed
 // (an *events.RequestError wrapping events.ErrRequestFailed), and err
-// unchanged otherwise. Action watchdogs call it with their own error.
-func RequestError(o events.ActionOutcome, err error) error { return requestError(o, err) }
+// unchanged otherwise: events.ActionOutcome.RequestErr. The agent applies
+// it too, so an action watchdog that forgets it still fails.
+func RequestError(o events.ActionOutcome, err error) error { return o.RequestErr(err) }

@@ -137,9 +137,13 @@ type Profile struct {
 	NoRequestEvidence bool
 	// RequestWait bounds how long an action's outcome waits for the
 	// write requests and documents the action sent to be answered (its
-	// reading XHRs and fetches: 1 s at most). Default DefaultRequestWait
-	// (3 s). An action that sent none does not wait.
+	// reading XHRs and fetches: ReadWait at most). Default
+	// DefaultRequestWait (3 s). An action that sent none does not wait.
 	RequestWait time.Duration
+	// ReadWait bounds, within RequestWait, the wait for an action's
+	// reading XHRs and fetches (a search's results), so that a page's
+	// long poll does not hold every action. Default DefaultReadWait (1 s).
+	ReadWait time.Duration
 	// RequestQuiet is how long the network must be silent for an outcome
 	// to stop waiting for the action's other requests (images, scripts).
 	// Default DefaultRequestQuiet (100 ms).
@@ -231,6 +235,9 @@ func (p Profile) withDefaults() Profile {
 	}
 	if p.RequestQuiet <= 0 {
 		p.RequestQuiet = DefaultRequestQuiet
+	}
+	if p.ReadWait <= 0 {
+		p.ReadWait = DefaultReadWait
 	}
 	if p.ReconnectGrace <= 0 {
 		p.ReconnectGrace = DefaultReconnectGrace

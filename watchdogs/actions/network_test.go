@@ -49,6 +49,7 @@ func formSite(t testing.TB) *httptest.Server {
 	mux.HandleFunc("/xhr", page(`<!doctype html><html><body><button id="send" onclick="fetch('/api', {method: 'POST', body: 'q=1'}).catch(() => {})">Save</button>`+
 		`<button id="slow" onclick="fetch('/hang', {method: 'POST'}).catch(() => {})">Slow</button>`+
 		`<button id="noop" onclick="void 0">Nothing</button>`+
+		`<button id="pixel" onclick="new Image().src = '/img?p=' + Math.random()">Pixel</button>`+
 		`<button id="grow" onclick="document.body.appendChild(document.createElement('p'))">Grow</button>`+
 		`<button id="search" onclick="fetch('/results').then(r => r.text()).then(t => { const p = document.createElement('p'); p.textContent = t; document.body.appendChild(p) })">Search</button></body></html>`))
 	mux.HandleFunc("/results", func(w http.ResponseWriter, r *http.Request) {
@@ -92,6 +93,28 @@ func formSite(t testing.TB) *httptest.Server {
 	// A page on 127.0.0.1 framing /xhr from localhost: another site, so
 	// the frame is a target of its own (out of process).
 	mux.HandleFunc("/outer", page(`<!doctype html><html><body><iframe src="`+strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)+`/xhr"></iframe></body></html>`))
+	// A page whose script posts telemetry to another site every 50 ms,
+	// answered 422: never an action's request.
+	other := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	mux.HandleFunc("/v1/t", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+	})
+	mux.HandleFunc("/telemetry", page(`<!doctype html><html><body><button id="noop" onclick="void 0">Nothing</button>`+
+		`<script>setInterval(() => fetch('`+other+`/v1/t', {method: 'POST', body: 'e=1'}).catch(() => {}), 50)</script></body></html>`))
+	// A button that inserts an iframe (a document of its own, slow) and
+	// then posts, answered 422.
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><p>frame</p>`)
+	})
+	mux.HandleFunc("/framepost", page(`<!doctype html><html><body><button id="send" onclick="`+
+		`const f = document.createElement('iframe'); f.src = '/slow'; document.body.appendChild(f); `+
+		`setTimeout(() => fetch('/api', {method: 'POST', body: 'q=1'}).catch(() => {}), 20)">Save</button></body></html>`))
 	t.Cleanup(func() {
 		close(release)
 		srv.Close()
@@ -292,5 +315,60 @@ func TestSlowReadingFetchIsAwaited(t *testing.T) {
 	}
 	if o.Verdict != events.VerdictChanged {
 		t.Fatalf("verdict = %s %q, want changed (the answer was shown)", o.Verdict, o.Detail)
+	}
+}
+
+// TestBackgroundTelemetryDoesNotDecide: a page posting to another site
+// every 50 ms, answered 422 (or blocked by the URL policy), does not make
+// a click on a button that does nothing failed; the third-party requests
+// are listed, not the page's own.
+func TestBackgroundTelemetryDoesNotDecide(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		p    session.Profile
+	}{
+		{"answered 422", session.Profile{}},
+		{"blocked by policy", session.Profile{AllowedDomains: []string{"127.0.0.1"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := formSite(t)
+			at := startSite(t, c.p, srv.URL+"/telemetry")
+			res, err := at.clickSel("#noop")
+			if err != nil {
+				t.Fatalf("click: %v (outcome %s %q)", err, res.Outcome.Verdict, res.Outcome.Detail)
+			}
+			o := res.Outcome
+			if o.Verdict != events.VerdictNoChange || strings.Contains(o.Detail, "/v1/t") {
+				t.Fatalf("outcome = %s %q, want no_change", o.Verdict, o.Detail)
+			}
+			seen := false
+			for _, r := range o.Requests {
+				if r.Own {
+					t.Fatalf("request %+v listed as the page's own", r)
+				}
+				seen = seen || strings.HasSuffix(r.URL, "/v1/t") && r.Failed()
+			}
+			if !seen {
+				// The click's outcome takes at least the 150 ms settle
+				// look: the page posted and failed meanwhile.
+				t.Fatalf("requests %+v, want the failed telemetry listed", o.Requests)
+			}
+		})
+	}
+}
+
+// TestFrameDocumentDoesNotHideTheFailedWrite: a click that inserts an
+// iframe and then posts: the frame's document is not a navigation of the
+// tab, so the POST answered 422 after it still fails the click.
+func TestFrameDocumentDoesNotHideTheFailedWrite(t *testing.T) {
+	srv := formSite(t)
+	at := startSite(t, session.Profile{}, srv.URL+"/framepost")
+	res, err := at.clickSel("#send")
+	if !errors.Is(err, events.ErrRequestFailed) {
+		t.Fatalf("err = %v (outcome %s %q, requests %+v)", err, res.Outcome.Verdict, res.Outcome.Detail, res.Outcome.Requests)
+	}
+	doc, ok := find(res.Outcome.Requests, "GET", "/slow")
+	if !ok || doc.Type != "Document" || doc.Navigation || !doc.Own {
+		t.Fatalf("requests = %+v, want the frame's document, not a navigation", res.Outcome.Requests)
 	}
 }
