@@ -133,6 +133,13 @@ func (a *Agent) act(ctx context.Context, spec ActionSpec, c ActionCall, st *even
 	start := time.Now()
 	mark := a.meter.stepUsed()
 	res, err := a.runAction(ctx, spec, ac, c.Params)
+	if err == nil && res.Outcome != nil {
+		// A write request the action caused failed: the action failed,
+		// even when its watchdog returned the outcome without the error.
+		if e := res.Outcome.RequestErr(nil); e != nil {
+			err = &events.ActionError{Action: c.Name, Outcome: *res.Outcome, Err: e}
+		}
+	}
 	a.meter.addReported(mark, res.Usage)
 	rec.Duration = time.Since(start)
 	res.Text = a.secrets.scrub(res.Text)
@@ -148,6 +155,7 @@ func (a *Agent) act(ctx context.Context, spec ActionSpec, c ActionCall, st *even
 			rec.Requests = append(rec.Requests, r)
 		}
 		res.Outcome.Requests = nil
+		rec.RequestsOmitted = res.Outcome.RequestsOmitted
 	}
 	rec.Mark, res.Mark = res.Mark, nil
 	rec.Result = res

@@ -16,17 +16,22 @@ type writeCheck struct {
 	warned int             // seq of the write already warned about, 0: none
 }
 
-// observe records the write requests of the step's actions, in order.
+// observe records the write requests of the step's actions, in order:
+// the pages' own (events.Request.Own), not a third-party script's.
 func (w *writeCheck) observe(recs []ActionRecord) {
 	for _, rec := range recs {
 		for _, r := range rec.Requests {
-			if r.Write() && r.Verdictable() {
+			if r.Own && r.Write() && r.Verdictable() {
 				w.last = &r
 				w.seq++
 			}
 		}
 	}
 }
+
+// forget drops the last write: a person finished a hand-off since, and
+// their requests are not observed.
+func (w *writeCheck) forget() { w.last = nil }
 
 // doubt says why the last write does not confirm success, "" when it
 // does (or there was none).
