@@ -304,7 +304,8 @@ func TestCrossSiteFrameRequestIsListed(t *testing.T) {
 
 func TestSlowReadingFetchIsAwaited(t *testing.T) {
 	srv := formSite(t)
-	at := startSite(t, session.Profile{}, srv.URL+"/xhr")
+	// Bounds far above the answer's 400 ms: a busy machine may be slow.
+	at := startSite(t, session.Profile{RequestWait: 20 * time.Second, ReadWait: 10 * time.Second}, srv.URL+"/xhr")
 	res, err := at.clickSel("#search")
 	if err != nil {
 		t.Fatalf("click: %v", err)
@@ -370,5 +371,20 @@ func TestFrameDocumentDoesNotHideTheFailedWrite(t *testing.T) {
 	doc, ok := find(res.Outcome.Requests, "GET", "/slow")
 	if !ok || doc.Type != "Document" || doc.Navigation || !doc.Own {
 		t.Fatalf("requests = %+v, want the frame's document, not a navigation", res.Outcome.Requests)
+	}
+}
+
+// TestZeroMarkListsNoRequests: an outcome computed from an Evidence the
+// session did not read (a custom watchdog's events.Evidence{}) lists no
+// requests and decides nothing from them.
+func TestZeroMarkListsNoRequests(t *testing.T) {
+	srv := formSite(t)
+	at := startSite(t, session.Profile{}, srv.URL+"/xhr")
+	if _, err := at.clickSel("#send"); !errors.Is(err, events.ErrRequestFailed) {
+		t.Fatalf("click: %v, want the 422", err)
+	}
+	o := at.s.Outcome(at.ctx, events.Evidence{}, nil)
+	if len(o.Requests) != 0 || o.Verdict == events.VerdictFailed {
+		t.Fatalf("outcome %s %q, requests %+v: want none listed", o.Verdict, o.Detail, o.Requests)
 	}
 }
