@@ -61,7 +61,7 @@ func (h *Handler) Handoff(ctx context.Context, req agent.HumanRequest) (agent.Hu
 	if h == nil || h.Server == nil {
 		return agent.HumanResponse{}, fmt.Errorf("%w: liveview.Handler has no Server", agent.ErrNoHuman)
 	}
-	done, release, err := h.Server.begin(req.Reason)
+	done, release, err := h.Server.begin(req)
 	if err != nil {
 		return agent.HumanResponse{}, err
 	}
@@ -69,9 +69,11 @@ func (h *Handler) Handoff(ctx context.Context, req agent.HumanRequest) (agent.Hu
 	h.drain()
 	// A tab behind another is not painted and takes input late (a browser
 	// the session connected to); best effort.
-	if err := h.Server.s.Front(ctx); err != nil {
+	fctx, fcancel := context.WithTimeout(ctx, cdpTimeout)
+	if err := h.Server.s.Front(fctx); err != nil {
 		h.Server.log.Debug("bringing the tab to the front", zap.Error(err))
 	}
+	fcancel()
 	a := Announcement{URL: h.Server.URL(), Request: req, Headful: h.Server.s.Profile().Headful}
 	if h.Announce != nil {
 		h.Announce(a)

@@ -55,13 +55,14 @@ func (v *Server) input(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	v.mu.Lock()
-	active := v.hand != nil
-	v.mu.Unlock()
-	if !active {
+	// Counted until dispatched: the hand-off's release waits for it, so no
+	// input lands after the agent has the page again.
+	leave, ok := v.enter()
+	if !ok {
 		http.Error(w, "no hand-off is active: the agent has the page", http.StatusConflict)
 		return
 	}
+	defer leave()
 	ps, err := v.s.PageSession("")
 	if err != nil {
 		http.Error(w, "no focused tab: "+err.Error(), http.StatusServiceUnavailable)
@@ -88,7 +89,7 @@ func (v *Server) prepare(ctx context.Context, in Input) (func(context.Context, *
 			return nil, fmt.Errorf("%s needs x and y (CSS px of the viewport)", in.Type)
 		}
 		x, y := *in.X, *in.Y
-		vw, vh, err := v.viewport(ctx)
+		vw, vh, err := v.bounds(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("reading the viewport: %v", err)
 		}
@@ -160,6 +161,20 @@ func (v *Server) prepare(ctx context.Context, in Input) (func(context.Context, *
 func mouse(ctx context.Context, s *cdp.Session, p input.DispatchMouseEventParams) error {
 	_, err := cdpproto.Call(ctx, s, input.DispatchMouseEvent, p)
 	return err
+}
+
+// bounds returns the area a click may land in, CSS px: the page area the
+// latest frame of the focused tab shows (a headed window's includes the
+// scrollbar, which the viewport does not), else the viewport.
+func (v *Server) bounds(ctx context.Context) (int, int, error) {
+	tab := v.s.FocusedTab()
+	v.mu.Lock()
+	w, h, ft := v.lastW, v.lastH, v.lastTab
+	v.mu.Unlock()
+	if ft == tab && w > 0 && h > 0 {
+		return int(math.Ceil(w)), int(math.Ceil(h)), nil
+	}
+	return v.viewport(ctx)
 }
 
 // viewport returns the focused tab's visual viewport in CSS px.

@@ -219,7 +219,7 @@ func TestLoginWallThroughLiveView(t *testing.T) {
 		t.Fatalf("viewport %dx%d too small for the fixture", st.Width, st.Height)
 	}
 	code, page := get(t, ctx, base)
-	if code != http.StatusOK || !strings.Contains(page, `src="frames"`) {
+	if code != http.StatusOK || !strings.Contains(page, `id="screen"`) {
 		t.Fatalf("page: %d %.200s", code, page)
 	}
 
@@ -310,11 +310,18 @@ func TestBadRequests(t *testing.T) {
 		{`{"type":"text","text":""}`, "non-empty text"},
 		{`{"type":"text","text":"a","extra":1}`, "unknown field"},
 		{`{"type":"click","x":1,"y":1,"button":"fourth"}`, `unknown button "fourth"`},
+		{`{"type":"text","text":"a"} {"type":"text","text":"b"}`, "data after the JSON value"},
 	} {
 		code, msg := post(t, ctx, base+"input", c.body)
 		if code != http.StatusBadRequest || !strings.Contains(msg, c.want) {
 			t.Errorf("input %s: %d %q, want 400 with %q", c.body, code, msg, c.want)
 		}
+	}
+	// Not JSON by its type (a form another page posts blind): 415.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"input", strings.NewReader(`{"type":"text","text":"a"}`))
+	req.Header.Set("Content-Type", "text/plain")
+	if code, _ := do(t, req); code != http.StatusUnsupportedMediaType {
+		t.Errorf("text/plain input: %d, want 415", code)
 	}
 	// Valid input, no hand-off: the agent has the page.
 	if code, msg := post(t, ctx, base+"input", `{"type":"click","x":10,"y":10}`); code != http.StatusConflict || !strings.Contains(msg, "no hand-off") {
@@ -332,7 +339,7 @@ func TestBadRequests(t *testing.T) {
 		}
 	}
 	// DNS rebinding: a foreign Host header.
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"status", nil)
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, base+"status", nil)
 	req.Host = "attacker.example:80"
 	if code, _ := do(t, req); code != http.StatusForbidden {
 		t.Errorf("foreign Host: %d, want 403", code)
@@ -427,6 +434,7 @@ func postOK(ctx context.Context, u, body string) error {
 	if err != nil {
 		return err
 	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

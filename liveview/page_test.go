@@ -66,11 +66,15 @@ func TestLiveViewPageInABrowser(t *testing.T) {
 	// Where the fixture's username field is on the viewer's screen.
 	st := r.v.Status(ctx)
 	var box struct{ X, Y, W, H float64 }
-	if err := eval(`(() => { const b = document.getElementById("screen").getBoundingClientRect(); return {X: b.left, Y: b.top, W: b.width, H: b.height}; })()`, &box); err != nil {
+	if err := eval(`(() => { const i = document.getElementById("screen"), b = i.getBoundingClientRect(); return {X: b.left + i.clientLeft, Y: b.top + i.clientTop, W: i.clientWidth, H: i.clientHeight}; })()`, &box); err != nil {
 		t.Fatal(err)
 	}
-	cx := box.X + float64(userX)*box.W/float64(st.Width)
-	cy := box.Y + float64(userY)*box.H/float64(st.Height)
+	fw, fh := st.FrameWidth, st.FrameHeight
+	if fw == 0 {
+		fw, fh = float64(st.Width), float64(st.Height)
+	}
+	cx := box.X + float64(userX)*box.W/fw
+	cy := box.Y + float64(userY)*box.H/fh
 	for _, typ := range []input.DispatchMouseEventType{input.DispatchMouseEventTypeMousePressed, input.DispatchMouseEventTypeMouseReleased} {
 		if _, err := cdpproto.Call(ctx, viewer.Session, input.DispatchMouseEvent, input.DispatchMouseEventParams{Type: typ, X: cx, Y: cy, Button: input.MouseButtonLeft, ClickCount: 1}); err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@ package liveview
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"embed"
 	"encoding/hex"
 	"encoding/json"
@@ -18,6 +19,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/internal/routine"
 	"github.com/browseragent/browseragent/session"
 )
@@ -70,14 +72,39 @@ type Status struct {
 	TabID  string `json:"tab_id"`
 	Width  int    `json:"width"`  // viewport, CSS px
 	Height int    `json:"height"` // viewport, CSS px
+	// Tabs are the session's tabs; the person may switch to one (POST
+	// ./tab) during a hand-off.
+	Tabs []Tab `json:"tabs"`
 	// Active reports whether a hand-off is waiting for the person.
-	Active bool   `json:"active"`
+	Active bool `json:"active"`
+	// By is who asked (HumanRequest.By: "model", "initial",
+	// "policy:<name>"), Asker words it, Origin is the scheme and host of
+	// the page the hand-off began on, and Reason the request's reason,
+	// cleaned by CleanText: the model's words, which a page may have
+	// inspired.
+	By     string `json:"by,omitempty"`
+	Asker  string `json:"asker,omitempty"`
+	Origin string `json:"origin,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	// Since is when the active hand-off began.
 	Since   time.Time `json:"since,omitzero"`
 	Viewers int       `json:"viewers"`
 	// Frames counts the frames received from the browser so far.
 	Frames int `json:"frames"`
+	// FrameTab is the tab the latest frame shows, and FrameWidth and
+	// FrameHeight the size of the page area it shows (CSS px): the page
+	// maps a click on the image with them.
+	FrameTab    string  `json:"frame_tab,omitempty"`
+	FrameWidth  float64 `json:"frame_width,omitempty"`
+	FrameHeight float64 `json:"frame_height,omitempty"`
+}
+
+// Tab is one of the session's tabs in Status.
+type Tab struct {
+	ID      string `json:"id"`
+	URL     string `json:"url"`
+	Title   string `json:"title"`
+	Focused bool   `json:"focused,omitempty"`
 }
 
 // Server is a live view of one session; see the package documentation.
@@ -98,14 +125,24 @@ type Server struct {
 	casting bool // the caster goroutine runs
 	frames  int
 	last    []byte   // the latest frame, for a viewer who arrives
+	lastTab string   // the tab last was taken from
+	lastW   float64  // the page area last shows, CSS px
+	lastH   float64
 	hand    *handoff // the active hand-off, or nil
 }
 
 // handoff is one active hand-off.
 type handoff struct {
-	reason string
+	req    agent.HumanRequest // Reason cleaned
+	origin string
 	since  time.Time
 	done   chan string // receives the person's note once
+	// inflight counts the person's inputs being dispatched: Add only under
+	// Server.mu while this is the active hand-off, so that release, having
+	// cleared it, waits for the last one.
+	inflight sync.WaitGroup
+	stop     chan struct{} // closed by release: ends the tab watcher
+	watched  chan struct{} // closed when the tab watcher returned
 }
 
 // New validates cfg and starts serving a live view of s (started or not).
@@ -159,6 +196,7 @@ func New(s *session.Session, cfg Config) (*Server, error) {
 	v.http = &http.Server{
 		Handler:           v,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          zap.NewStdLog(log),
 	}
 	if err := v.group.Go("liveview http", func(context.Context) {
@@ -205,46 +243,81 @@ func (v *Server) Close(ctx context.Context) error {
 }
 
 // Status returns the live view's status (the focused tab's URL, title and
-// viewport; the hand-off).
+// viewport; the tabs; the hand-off).
 func (v *Server) Status(ctx context.Context) Status {
 	var st Status
 	st.TabID = v.s.FocusedTab()
+	st.Tabs = []Tab{}
 	for _, t := range v.s.Tabs() {
 		if t.TargetID == st.TabID {
 			st.URL, st.Title = t.URL, t.Title
 		}
+		st.Tabs = append(st.Tabs, Tab{ID: t.TargetID, URL: t.URL, Title: t.Title, Focused: t.TargetID == st.TabID})
 	}
 	if w, h, err := v.viewport(ctx); err == nil {
 		st.Width, st.Height = w, h
 	}
 	v.mu.Lock()
-	if v.hand != nil {
-		st.Active, st.Reason, st.Since = true, v.hand.reason, v.hand.since
+	if h := v.hand; h != nil {
+		st.Active, st.By, st.Asker, st.Origin, st.Reason, st.Since = true, h.req.By, Asker(h.req.By), h.origin, h.req.Reason, h.since
 	}
 	st.Viewers, st.Frames = len(v.viewers), v.frames
+	st.FrameTab, st.FrameWidth, st.FrameHeight = v.lastTab, v.lastW, v.lastH
 	v.mu.Unlock()
 	return st
 }
 
-// begin makes a hand-off active; release ends it.
-func (v *Server) begin(reason string) (done <-chan string, release func(), err error) {
+// begin makes a hand-off of req active and starts its tab watcher;
+// release ends it and returns once no input of the person is being
+// dispatched and the watcher returned.
+func (v *Server) begin(req agent.HumanRequest) (done <-chan string, release func(), err error) {
+	req.Reason = CleanText(req.Reason, maxReason)
+	h := &handoff{req: req, origin: Origin(req.URL), since: time.Now(), done: make(chan string, 1),
+		stop: make(chan struct{}), watched: make(chan struct{})}
 	v.mu.Lock()
-	defer v.mu.Unlock()
 	if v.closed {
+		v.mu.Unlock()
 		return nil, nil, ErrClosed
 	}
 	if v.hand != nil {
+		v.mu.Unlock()
 		return nil, nil, ErrBusy
 	}
-	h := &handoff{reason: reason, since: time.Now(), done: make(chan string, 1)}
 	v.hand = h
+	v.mu.Unlock()
+	known := map[string]bool{}
+	for _, t := range v.s.Tabs() {
+		known[t.TargetID] = true
+	}
+	if err := v.group.Go("liveview tab watcher", func(ctx context.Context) {
+		defer close(h.watched)
+		v.watchTabs(ctx, h.stop, known)
+	}); err != nil {
+		close(h.watched)
+	}
 	return h.done, func() {
 		v.mu.Lock()
 		if v.hand == h {
 			v.hand = nil
 		}
 		v.mu.Unlock()
+		close(h.stop)
+		<-h.watched
+		h.inflight.Wait() // each bounded by cdpTimeout
 	}, nil
+}
+
+// enter counts one input of the person in the active hand-off, or
+// reports that none is active; leave ends it.
+func (v *Server) enter() (leave func(), ok bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	h := v.hand
+	if h == nil {
+		return nil, false
+	}
+	h.inflight.Add(1)
+	return h.inflight.Done, true
 }
 
 // ServeHTTP implements http.Handler: the token, Host and Origin checks,
@@ -267,12 +340,18 @@ func (v *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	prefix := "/" + v.token + "/"
-	if !strings.HasPrefix(r.URL.Path, prefix) {
+	tok, p, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(v.token)) != 1 {
 		http.NotFound(w, r)
 		return
 	}
-	switch p := strings.TrimPrefix(r.URL.Path, prefix); p {
+	if r.Method == http.MethodPost {
+		if mt, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
+			http.Error(w, "want Content-Type: application/json", http.StatusUnsupportedMediaType)
+			return
+		}
+	}
+	switch p {
 	case "", "live.js", "live.css":
 		v.asset(w, r, p)
 	case "frames":
@@ -287,6 +366,8 @@ func (v *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, v.Status(ctx))
 	case "input":
 		v.input(w, r)
+	case "tab":
+		v.tab(w, r)
 	case "done":
 		v.done(w, r)
 	default:
@@ -349,6 +430,9 @@ func decodeBody(r *http.Request, v any) error {
 			return nil
 		}
 		return fmt.Errorf("bad JSON body: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("bad JSON body: data after the JSON value")
 	}
 	return nil
 }

@@ -152,13 +152,19 @@ func (v *Server) castTab(ctx context.Context, tab string) error {
 		return fmt.Errorf("start screencast: %w", err)
 	}
 	v.log.Debug("screencast started", zap.String("target", tab))
+	v.mu.Lock()
+	if v.lastTab != tab {
+		// Another tab's picture must not greet a viewer who arrives now.
+		v.last, v.lastTab, v.lastW, v.lastH = nil, "", 0, 0
+	}
+	v.mu.Unlock()
 	// Headless Chrome sends a frame only when the page paints: a still
 	// page would show nothing. One screenshot stands in until it paints.
 	sctx, cancel = context.WithTimeout(ctx, cdpTimeout)
 	shot, err := cdpproto.Call(sctx, ps, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatJpeg, Quality: pagejs.Ptr(int64(v.cfg.Quality))})
 	cancel()
 	if err == nil {
-		v.broadcast(shot.Data)
+		v.broadcast(tab, shot.Data, 0, 0)
 	} else if ctx.Err() == nil {
 		v.log.Debug("first frame", zap.Error(err))
 	}
@@ -186,7 +192,11 @@ func (v *Server) castTab(ctx context.Context, tab string) error {
 			if err != nil && ctx.Err() == nil {
 				v.log.Debug("screencast ack", zap.Error(err))
 			}
-			v.broadcast(fr.Data)
+			var fw, fh float64
+			if fr.Metadata != nil {
+				fw, fh = fr.Metadata.DeviceWidth, fr.Metadata.DeviceHeight
+			}
+			v.broadcast(tab, fr.Data, fw, fh)
 		case <-tick.C:
 			v.mu.Lock()
 			watched := len(v.viewers) > 0
@@ -201,12 +211,14 @@ func (v *Server) castTab(ctx context.Context, tab string) error {
 	}
 }
 
-// broadcast hands a frame to every viewer, replacing one it has not taken.
-func (v *Server) broadcast(b []byte) {
+// broadcast hands a frame of tab to every viewer, replacing one it has not
+// taken. w and h are the page area it shows (CSS px; 0 when unknown: the
+// viewport's).
+func (v *Server) broadcast(tab string, b []byte, w, h float64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.frames++
-	v.last = b
+	v.last, v.lastTab, v.lastW, v.lastH = b, tab, w, h
 	for ch := range v.viewers {
 		select {
 		case <-ch:

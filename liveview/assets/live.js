@@ -1,7 +1,8 @@
 // The live view's page: shows the frame stream, forwards the person's
 // clicks, wheel, keys and text to POST ./input, and says done via POST
-// ./done. Coordinates go out in CSS px of the page's viewport, scaled from
-// the image by the size that ./status reports.
+// ./done. Coordinates go out in CSS px of the page, scaled from the image
+// by the frame size (else the viewport size) that ./status reports. The
+// frame stream is open only during a hand-off.
 "use strict";
 (() => {
   const screen = document.getElementById("screen");
@@ -29,26 +30,64 @@
   let queue = Promise.resolve(true);
   const post = (path, body) => (queue = queue.then(() => send(path, body)));
 
+  const askEl = document.getElementById("ask");
+  const whoEl = document.getElementById("who");
+  const reasonEl = document.getElementById("reason");
+  const tabsEl = document.getElementById("tabs");
+  // The frame stream is open only during a hand-off: outside one nobody
+  // needs the picture, and the screencast costs the agent's browser.
+  let streaming = false;
+  const stream = (on) => {
+    if (on === streaming) return;
+    streaming = on;
+    if (on) screen.src = "frames?" + Date.now();
+    else screen.removeAttribute("src");
+  };
+  const tabStrip = () => {
+    tabsEl.replaceChildren(...(status.tabs || []).map((t) => {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = t.title || t.url || t.id;
+      b.title = t.url || "";
+      if (t.focused) b.className = "focused";
+      b.disabled = !status.active || t.focused;
+      b.addEventListener("click", () => post("tab", { id: t.id }));
+      return b;
+    }));
+  };
+  let timer = 0;
   const poll = async () => {
     try {
       const r = await fetch("status");
       status = await r.json();
-      stateEl.textContent = status.active ? "Your turn: " + status.reason : "The agent has the browser (watching only)";
+      // textContent only: the reason is untrusted (the model's words).
+      stateEl.textContent = status.active ? "Your turn" : "The agent has the browser (watching paused)";
       stateEl.className = status.active ? "active" : "";
       pageEl.textContent = (status.title || "") + " — " + (status.url || "");
+      askEl.hidden = !status.active;
+      if (status.active) {
+        whoEl.textContent = "Asked by " + status.asker + (status.origin ? " for " + status.origin : "") + ":";
+        reasonEl.textContent = "“" + (status.reason || "") + "”";
+      }
+      tabStrip();
+      stream(status.active);
     } catch (e) {
       stateEl.textContent = "live view unreachable";
     }
+    clearTimeout(timer);
+    timer = setTimeout(poll, status.active ? 1000 : 5000);
   };
   poll();
-  setInterval(poll, 1000);
 
-  // point maps a mouse event on the image to viewport CSS px.
+  // point maps a mouse event on the image to CSS px of the page: the
+  // image's content box (inside its border) shows the frame's page area.
   const point = (e) => {
     const r = screen.getBoundingClientRect();
-    const x = ((e.clientX - r.left) / r.width) * status.width;
-    const y = ((e.clientY - r.top) / r.height) * status.height;
-    return { x: Math.min(Math.max(x, 0), status.width - 1), y: Math.min(Math.max(y, 0), status.height - 1) };
+    const w = status.frame_width || status.width;
+    const h = status.frame_height || status.height;
+    const x = ((e.clientX - r.left - screen.clientLeft) / screen.clientWidth) * w;
+    const y = ((e.clientY - r.top - screen.clientTop) / screen.clientHeight) * h;
+    return { x: Math.min(Math.max(x, 0), w - 1), y: Math.min(Math.max(y, 0), h - 1) };
   };
   const buttons = ["left", "middle", "right"];
   // No focus (and so no scroll into view) on mousedown: the image must
@@ -88,6 +127,7 @@
   document.getElementById("done").addEventListener("click", async () => {
     if (await post("done", { note: document.getElementById("note").value })) {
       msg.textContent = "Thanks: the agent has the browser again.";
+      poll();
     }
   });
 })();
