@@ -124,9 +124,9 @@ type Server struct {
 	viewers map[chan []byte]struct{}
 	casting bool // the caster goroutine runs
 	frames  int
-	last    []byte   // the latest frame, for a viewer who arrives
-	lastTab string   // the tab last was taken from
-	lastW   float64  // the page area last shows, CSS px
+	last    []byte  // the latest frame, for a viewer who arrives
+	lastTab string  // the tab last was taken from
+	lastW   float64 // the page area last shows, CSS px
 	lastH   float64
 	hand    *handoff // the active hand-off, or nil
 }
