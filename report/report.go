@@ -394,14 +394,14 @@ func reqStatus(r events.Request) string {
 }
 
 // reqClass is a request row's highlight: req-failed (red) for a failed
-// write or document, the kind that makes an action fail; req-error
+// write, document or navigation, the kind that makes an action fail; req-error
 // (muted) for another failed request (a favicon's 404, a tracker's
 // pixel); req-pending for one whose outcome is unknown.
 func reqClass(r events.Request) string {
 	switch {
 	case r.Unconfirmed():
 		return "req-pending"
-	case r.Failed() && (r.Write() || r.Type == "Document"):
+	case r.Failed() && (r.Write() || r.Type == "Document" || r.Navigation):
 		return "req-failed"
 	case r.Failed():
 		return "req-error"
