@@ -132,11 +132,12 @@ type Agent struct {
 	runCtx context.Context
 	// handoffs are the step's hand-offs so far; handoffFrom is when its
 	// request_human began (the step's deadline passing after it is not the
-	// step's fault); asked maps a policy and page to the step that handed
-	// it off.
+	// step's fault); asked maps a policy and page to its hand-off in this
+	// Run; inInitial marks InitialActions running (their hand-off's By).
 	handoffs    []Handoff
 	handoffFrom time.Time
-	asked       map[string]int
+	asked       map[string]askedState
+	inInitial   bool
 	writes      writeCheck // the done check (writecheck.go)
 }
 
@@ -297,6 +298,7 @@ func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
 
 	res := &Result{}
 	a.meter.startRun()
+	a.asked = nil // a policy asks once per page and Run (a follow-up task asks again)
 	a.runCtx = ctx
 	defer func() { a.runCtx = nil }()
 	for _, o := range a.set.Observers {
@@ -451,6 +453,8 @@ func (a *Agent) initialStep(ctx context.Context, calls []ActionCall) HistoryItem
 	item := HistoryItem{Step: n, StartedAt: a.set.Now()}
 	sctx, cancel := context.WithTimeout(ctx, a.set.StepTimeout)
 	defer cancel()
+	a.inInitial = true
+	defer func() { a.inInitial = false }()
 	st := events.BrowserState{FocusedTarget: a.browser.FocusedTab()}
 	for _, t := range a.browser.Tabs() {
 		if t.TargetID == st.FocusedTarget {
@@ -470,8 +474,12 @@ func (a *Agent) initialStep(ctx context.Context, calls []ActionCall) HistoryItem
 		}
 		valid = append(valid, c)
 	}
+	actStart := time.Now()
 	a.multiAct(sctx, &st, valid, &item, n)
+	item.ActionsTime = time.Since(actStart)
 	a.writes.observe(item.Actions)
+	// The next step's observation shows the page unless the run ends here.
+	a.afterShot(ctx, &item, ctx.Err() != nil || a.meter.stop() != nil || a.set.MaxSteps <= 0)
 	a.finishTimeout(ctx, sctx, &item, valid)
 	a.finish(ctx, &item)
 	return item
@@ -513,9 +521,11 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 	sctx, cancel := context.WithTimeout(ctx, a.set.StepTimeout)
 	defer cancel()
 
+	forceDone := lastStep || a.failures >= a.set.MaxFailures
 	var (
 		st          events.BrowserState
 		handoffNote string
+		handedKey   string // the policy hand-off this observation follows
 	)
 	for observed := 0; ; observed++ {
 		shot := a.set.Vision == VisionOn || (a.set.Vision == VisionAuto && a.wantShot)
@@ -550,26 +560,42 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 		}
 		// A hand-off policy may give the page to a person first; the model
 		// then sees the page as they left it, and a note.
+		// No person is handed a page on a step that can only end the run.
 		used := time.Since(stepStart)
-		note, handed := a.policyHandoff(sctx, &st, observed > 0)
-		handoffNote = strings.TrimSpace(handoffNote + " " + note)
+		nh := len(a.handoffs)
+		note, key, handed := a.policyHandoff(sctx, &st, handedKey, forceDone)
+		if note != "" {
+			// Recorded at once: a step that ends early keeps it.
+			handoffNote = strings.TrimSpace(handoffNote + " " + note)
+			item.Notes = append(item.Notes, note)
+		}
+		if len(a.handoffs) > nh && item.State.ScreenshotPath != "" {
+			// The page as it was handed over; the re-observation writes
+			// step_N's screenshot anew.
+			p := strings.TrimSuffix(item.State.ScreenshotPath, filepath.Ext(item.State.ScreenshotPath)) + "_handoff" + filepath.Ext(item.State.ScreenshotPath)
+			if os.Rename(item.State.ScreenshotPath, p) == nil {
+				a.handoffs[len(a.handoffs)-1].ScreenshotPath = p
+				item.State.ScreenshotPath = ""
+			}
+		}
 		if !handed {
 			break
 		}
+		handedKey = key
 		if ctx.Err() != nil {
 			a.finish(ctx, &item)
 			return item, nil
 		}
 		// The person's time is not the step's: its clock resumes where
-		// the hand-off stopped it.
+		// the hand-off stopped it, with at least half a step left (the
+		// first observation may have been slow).
 		cancel()
-		rctx, rcancel := context.WithTimeout(ctx, max(a.set.StepTimeout-used, 0))
+		rctx, rcancel := context.WithTimeout(ctx, max(a.set.StepTimeout-used, a.set.StepTimeout/2))
 		defer rcancel() // at most one hand-off per step observation
 		sctx = rctx
 	}
 	a.loop.recordPage(st.URL, st.Fingerprint, st.DOMText)
 
-	forceDone := lastStep || a.failures >= a.set.MaxFailures
 	offered := a.offered(st.URL, forceDone)
 	var nudges []string
 	switch {
@@ -587,8 +613,7 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 		nudges = append(nudges, m)
 	}
 	if handoffNote != "" {
-		nudges = append(nudges, handoffNote)
-		item.Notes = append(item.Notes, handoffNote)
+		nudges = append(nudges, handoffNote) // item.Notes has it already
 	}
 	a.compactHistory(sctx, &item)
 	prompt := a.stepPrompt(&st, n, i, offered, nudges)
@@ -621,8 +646,9 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 	if len(a.plan) > 0 && a.set.planning() {
 		item.Plan = append([]PlanItem(nil), a.plan...)
 	}
-	// The run's last step: no later observation shows what its actions did.
-	a.afterShot(ctx, &item, lastStep || ctx.Err() != nil)
+	// The run's last step: no later observation shows what its actions
+	// did. After checkDone: a held-back done does not end the run.
+	a.afterShot(ctx, &item, lastStep || forceDone || ctx.Err() != nil || fin != nil || doneAccepted(item.Actions) || a.meter.stop() != nil)
 	a.finishTimeout(ctx, sctx, &item, calls)
 	a.finish(ctx, &item)
 	if fin != nil {

@@ -89,6 +89,11 @@ type TaskOptions struct {
 	// Observers are added to Settings.Observers for this task only (a
 	// progress display, for example).
 	Observers []Observer
+	// NoHuman runs the task as if Settings.Human were nil: request_human
+	// is not offered, and a hand-off policy that fires tells the model no
+	// person is available. For a caller that knows nobody can answer now
+	// (an MCP client without elicitation).
+	NoHuman bool
 }
 
 // Driver runs actions one at a time for a caller that chooses them itself:
@@ -255,7 +260,10 @@ func (d *Driver) State(ctx context.Context, opt StateOptions) (*Observation, err
 // filled as far as the action got, when err is not nil. err wraps
 // ErrUnknownAction, ErrBadParams, ErrStaleIndex (*StaleIndexError),
 // ErrDenied (*DeniedError) or the action's own error. An action that opened
-// a tab switches to it, as in a run.
+// a tab switches to it, as in a run. After a hand-off to a person
+// (request_human) the last state no longer applies, whatever the page
+// looks like: the next element action fails with *StaleIndexError until
+// State is called.
 func (d *Driver) Do(ctx context.Context, name string, params json.RawMessage) (ActionRecord, error) {
 	rec := ActionRecord{Name: name, Params: params}
 	if err := d.acquire(ctx); err != nil {
@@ -292,7 +300,11 @@ func (d *Driver) Do(ctx context.Context, name string, params json.RawMessage) (A
 	if err != nil {
 		rec.Error, rec.Verdict = a.secrets.scrub(err.Error()), events.VerdictFailed
 	} else {
+		nh := len(a.handoffs)
 		rec, err = a.act(sctx, spec, ActionCall{Name: name, Params: params}, st, n)
+		if len(a.handoffs) > nh {
+			d.last = nil // a person had the page: its indexes are not vouched for
+		}
 		switch {
 		case rec.Denied:
 			err = &DeniedError{Action: name, Reason: strings.TrimPrefix(rec.Error, "denied by approval policy: ")}
@@ -312,7 +324,7 @@ func (d *Driver) Do(ctx context.Context, name string, params json.RawMessage) (A
 func (d *Driver) checkIndex(ctx context.Context, idx int) error {
 	st := d.last
 	if st == nil {
-		return &StaleIndexError{Index: idx, Reason: "no page state applies (none was taken yet, the last one failed, or a task ran since)"}
+		return &StaleIndexError{Index: idx, Reason: "no page state applies (none was taken yet, the last one failed, a task ran since, or a person had the page)"}
 	}
 	if ft := d.a.browser.FocusedTab(); st.FocusedTarget != "" && ft != st.FocusedTarget {
 		return &StaleIndexError{Index: idx, Reason: fmt.Sprintf("the focused tab changed to %s since the last state", TabRef(ft))}
@@ -414,6 +426,11 @@ func (d *Driver) RunTask(ctx context.Context, model llm.Model, task string, opt 
 		a.set.MaxSteps = opt.MaxSteps
 	}
 	a.set.Observers = append(slices.Clone(saved.Observers), opt.Observers...)
+	if opt.NoHuman {
+		a.set.Human = nil
+		a.exclude = maps.Clone(d.taskExclude)
+		a.exclude["request_human"] = true
+	}
 	a.setModel(model)
 	defer func() {
 		a.set, a.exclude = saved, savedExclude

@@ -25,6 +25,22 @@ import (
 // headful window) and must never record what the person types. The CLI's
 // default prints a live-view URL and waits for Enter; the MCP server asks
 // the client by elicitation.
+//
+// The contract:
+//   - Handoff must return promptly once ctx is done: the agent cannot
+//     abandon a handler that ignores it, and the run waits for it.
+//   - One Agent or Driver calls it sequentially; a handler shared between
+//     agents may be called concurrently and must be safe for that, or fail
+//     the second call (liveview.ErrBusy does).
+//   - It runs while the Driver's turn is held: calling the same Driver's
+//     Do, State or Close from inside blocks until ctx ends.
+//   - An error wins over Declined. ctx's error at the deadline is reported
+//     as ErrHumanTimeout; ErrNoHuman (nobody could be reached) is reported
+//     as such; any other error reaches the model as "the hand-off to a
+//     person failed: ..."; a panic becomes an error.
+//   - Note reaches the model verbatim (shortened to 1000 bytes), scrubbed
+//     only of Settings.SensitiveData values; Via is free text for the
+//     trace.
 type HumanHandler interface {
 	Handoff(ctx context.Context, req HumanRequest) (HumanResponse, error)
 }
@@ -42,7 +58,8 @@ type HumanRequest struct {
 	// Reason says why a person is needed, in the model's or the policy's
 	// words ("solve the CAPTCHA", "enter the 2FA code sent to your phone").
 	Reason string
-	// By is who asked: "model" for the request_human action, or
+	// By is who asked: "model" for the request_human action (a Driver's
+	// caller's too), "initial" for one among Settings.InitialActions, or
 	// "policy:<name>" for a hand-off policy.
 	By string
 	// Step is the step the hand-off happens in.
@@ -66,12 +83,21 @@ type HumanResponse struct {
 }
 
 // ErrNoHuman is returned (to the model, as the action's error) when a
-// person is asked for but no HumanHandler is configured.
+// person is asked for but no HumanHandler is configured. A handler returns
+// it (wrapped) when it cannot reach anyone (an MCP client without
+// elicitation): the model is told no person could be reached.
 var ErrNoHuman = errors.New("agent: no person is available to hand the browser to")
 
 // ErrHumanTimeout is wrapped when the person did not finish within
 // Settings.HumanTimeout.
 var ErrHumanTimeout = errors.New("agent: the person did not finish in time")
+
+// A hand-off's reason and the person's note are shortened to these many
+// bytes: both reach every later prompt through the history.
+const (
+	maxHandoffReason = 500
+	maxHandoffNote   = 1000
+)
 
 // DefaultHumanTimeout is Settings.HumanTimeout's default.
 const DefaultHumanTimeout = 10 * time.Minute
@@ -85,7 +111,8 @@ type HandoffPolicy interface {
 	// "policy:"+Name.
 	Name() string
 	// Check returns why a person is needed on this page, or "". It must
-	// be quick and must not keep st.
+	// be quick and must not keep st. A panic is recovered: the page is
+	// treated as needing no one and the model is told the policy failed.
 	Check(st *events.BrowserState) string
 }
 
@@ -196,7 +223,11 @@ func humanHandoff(ctx context.Context, ac *ActionContext, p HumanParams) (Action
 	if ac.agent == nil {
 		return ActionResult{}, ErrNoHuman
 	}
-	h, err := ac.agent.handoff(ctx, "model", p.Reason, ac.BrowserState)
+	by := "model"
+	if ac.agent.inInitial {
+		by = "initial" // an InitialAction, not the model, asked
+	}
+	h, err := ac.agent.handoff(ctx, by, p.Reason, ac.BrowserState)
 	if err != nil {
 		return ActionResult{WantScreenshot: h != nil}, err
 	}
@@ -213,7 +244,7 @@ func humanHandoff(ctx context.Context, ac *ActionContext, p HumanParams) (Action
 // held against the step when it passes during the hand-off (request_human
 // ends the batch; a policy hand-off restarts the step's clock).
 func (a *Agent) handoff(stepCtx context.Context, by, reason string, st *events.BrowserState) (*Handoff, error) {
-	reason = a.secrets.scrub(strings.TrimSpace(reason))
+	reason = shorten(a.secrets.scrub(strings.TrimSpace(reason)), maxHandoffReason)
 	h := &Handoff{By: by, Reason: reason}
 	before := a.pageNow(stepCtx, st)
 	h.URLBefore = a.secrets.scrub(before.URL)
@@ -234,7 +265,7 @@ func (a *Agent) handoff(stepCtx context.Context, by, reason string, st *events.B
 	deadline, _ := hctx.Deadline()
 	req := HumanRequest{Reason: reason, By: by, Step: a.curStep, URL: h.URLBefore, Title: a.secrets.scrub(before.title), TabID: a.browser.FocusedTab(), Deadline: deadline}
 	start := time.Now()
-	if by == "model" && a.handoffFrom.IsZero() {
+	if !strings.HasPrefix(by, "policy:") && a.handoffFrom.IsZero() {
 		// request_human ends the batch: nothing of the step runs on its
 		// context after this (a policy hand-off restarts the clock instead).
 		a.handoffFrom = start
@@ -243,7 +274,7 @@ func (a *Agent) handoff(stepCtx context.Context, by, reason string, st *events.B
 	resp, err := callHuman(hctx, a.set.Human, req)
 	h.Duration = time.Since(start)
 	h.Via = resp.Via
-	h.Note = a.secrets.scrub(strings.TrimSpace(resp.Note))
+	h.Note = shorten(a.secrets.scrub(strings.TrimSpace(resp.Note)), maxHandoffNote)
 	h.Declined = resp.Declined && err == nil
 	switch {
 	case err == nil:
@@ -251,15 +282,28 @@ func (a *Agent) handoff(stepCtx context.Context, by, reason string, st *events.B
 		err = fmt.Errorf("the run was stopped during the hand-off: %w", parent.Err())
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(hctx.Err(), context.DeadlineExceeded):
 		err = fmt.Errorf("%w: no answer within %s", ErrHumanTimeout, a.set.HumanTimeout)
+	case errors.Is(err, ErrNoHuman):
+		err = fmt.Errorf("no person could be reached: %w", err)
 	default:
 		err = fmt.Errorf("the hand-off to a person failed: %w", err)
 	}
 	if err != nil {
 		h.Error = a.secrets.scrub(err.Error())
 	}
+	if err == nil && !h.Declined {
+		// The person may have fixed what an earlier write broke (signed in
+		// again): their requests are not observed, so the done check no
+		// longer holds the earlier write against the run.
+		a.writes.forget()
+	}
 	// What the page is now, read on a context of its own: the step's may
-	// have passed while the person worked.
-	actx, acancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
+	// have passed while the person worked (briefly when the run was
+	// stopped: its caller waits).
+	readFor := 10 * time.Second
+	if parent.Err() != nil {
+		readFor = 2 * time.Second
+	}
+	actx, acancel := context.WithTimeout(context.WithoutCancel(parent), readFor)
 	after := a.pageNow(actx, nil)
 	acancel()
 	h.URLAfter = a.secrets.scrub(after.URL)
@@ -329,7 +373,9 @@ func handoffText(h *Handoff) string {
 	case h.Changed:
 		fmt.Fprintf(&b, "The page %s changed.", h.URLAfter)
 	default:
-		fmt.Fprintf(&b, "The page %s looks unchanged.", h.URLAfter)
+		// The fingerprint counts the top document only: a solved CAPTCHA
+		// changes its frame, not the page.
+		fmt.Fprintf(&b, "The page %s's own document looks unchanged (what changed may be inside a frame).", h.URLAfter)
 	}
 	if h.Declined {
 		b.WriteString(" Do not ask again for the same thing: continue another way, or finish with done.")
@@ -339,54 +385,118 @@ func handoffText(h *Handoff) string {
 	return b.String()
 }
 
+// askedState is a policy's hand-off of one page: the step it happened in
+// and whether the person finished it (no error, not declined).
+type askedState struct {
+	step int
+	ok   bool
+}
+
+// checkPolicies asks the policies in order about st: the first reason
+// wins. A panicking policy is skipped and reported in failed.
+func (a *Agent) checkPolicies(st *events.BrowserState) (name, reason, failed string) {
+	for _, p := range a.set.HandoffPolicies {
+		r, err := checkPolicy(p, st)
+		if err != nil {
+			a.log.Warn("agent: a hand-off policy panicked", zap.String("policy", p.Name()))
+			failed = strings.TrimSpace(failed + " " + fmt.Sprintf("Hand-off policy %s failed: %v.", p.Name(), err))
+			continue
+		}
+		if r != "" {
+			return p.Name(), shorten(a.secrets.scrub(r), maxHandoffReason), failed
+		}
+	}
+	return "", "", failed
+}
+
+// checkPolicy calls p.Check, turning its panic into an error: a custom
+// policy must not crash the host.
+func checkPolicy(p HandoffPolicy, st *events.BrowserState) (r string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			r, err = "", fmt.Errorf("it panicked: %v", v)
+		}
+	}()
+	return p.Check(st), nil
+}
+
 // policyHandoff asks the hand-off policies about the observed page and, when
 // one fires, hands the page to a person, once per policy and page. It
 // returns the note for the model and whether the page must be observed
-// again (a person had it, or the run was stopped). recheck marks the
-// observation after a hand-off: a policy that still fires is reported to
-// the model, not handed off again.
-func (a *Agent) policyHandoff(sctx context.Context, st *events.BrowserState, recheck bool) (string, bool) {
-	name, reason := "", ""
-	for _, p := range a.set.HandoffPolicies {
-		if r := p.Check(st); r != "" {
-			name, reason = p.Name(), a.secrets.scrub(r)
-			break
-		}
-	}
+// again (a person had it, or the run was stopped). handed is the key of
+// the hand-off this observation follows ("" on a step's first
+// observation). noPerson (the step can only end the run) reports a
+// policy that fires without handing the page over.
+//
+// A finished hand-off settles the page: a solved CAPTCHA widget stays in
+// its frame and the policy keeps firing, so it is neither reported as
+// still there nor handed over again. Only a hand-off the person declined
+// or could not finish makes later matches say the person will not be
+// asked again.
+func (a *Agent) policyHandoff(sctx context.Context, st *events.BrowserState, handed string, noPerson bool) (note, key string, again bool) {
+	name, reason, failed := a.checkPolicies(st)
 	if reason == "" {
-		return "", false
+		return failed, "", false
 	}
-	if recheck {
-		return fmt.Sprintf("After the hand-off, %s still (policy %s); the person will not be asked again for this page: go on another way, call request_human if you really need them, or finish with done.", reason, name), false
-	}
-	key := name + " " + pageKey(st.URL)
-	_, told := a.asked[key]
-	if a.set.Human == nil && told {
+	key = name + " " + pageKey(st.URL)
+	withFailed := func(s string) string { return strings.TrimSpace(failed + " " + s) }
+	prev, had := a.asked[key]
+	switch {
+	case handed != "" && key != handed:
+		// Another page or policy after the person's work: asked about on
+		// the next step's observation, not this one's.
+		return withFailed(fmt.Sprintf("Hand-off policy %s: %s (seen after the hand-off; not handed over in this step).", name, reason)), key, false
+	case had && prev.ok:
+		return failed, key, false // the person finished it; the widget may stay
+	case handed != "":
+		return withFailed(fmt.Sprintf("After the hand-off, %s still (policy %s); the person will not be asked again for this page: go on another way, call request_human if you really need them, or finish with done.", reason, name)), key, false
+	case had && a.set.Human == nil:
 		// Recorded once; the model is reminded on every step.
-		return fmt.Sprintf("Hand-off policy %s: %s, but no person is available to hand the browser to (no handler is configured): go on another way or finish with done and say why.", name, reason), false
-	}
-	if prev, ok := a.asked[key]; ok {
-		return fmt.Sprintf("Hand-off policy %s: %s; a person was already asked on this page (step %d), so they are not asked again: go on another way, call request_human if you really need them, or finish with done.", name, reason, prev), false
+		return withFailed(fmt.Sprintf("Hand-off policy %s: %s, but no person is available to hand the browser to (no handler is configured): go on another way or finish with done and say why.", name, reason)), key, false
+	case had:
+		return withFailed(fmt.Sprintf("Hand-off policy %s: %s; a person was already asked on this page (step %d) and did not finish, so they are not asked again: go on another way, call request_human if you really need them, or finish with done.", name, reason, prev.step)), key, false
+	case noPerson:
+		return withFailed(fmt.Sprintf("Hand-off policy %s: %s; no person is asked on the run's last step.", name, reason)), key, false
 	}
 	if a.asked == nil {
-		a.asked = map[string]int{}
+		a.asked = map[string]askedState{}
 	}
-	a.asked[key] = a.curStep
+	a.asked[key] = askedState{step: a.curStep}
 	h, err := a.handoff(sctx, "policy:"+name, reason, st)
+	a.asked[key] = askedState{step: a.curStep, ok: h != nil && err == nil && !h.Declined}
 	switch {
-	case errors.Is(err, ErrNoHuman):
-		return fmt.Sprintf("Hand-off policy %s: %s, but no person is available to hand the browser to (no handler is configured): go on another way or finish with done and say why.", name, reason), false
+	case h == nil && errors.Is(err, ErrNoHuman):
+		return withFailed(fmt.Sprintf("Hand-off policy %s: %s, but no person is available to hand the browser to (no handler is configured): go on another way or finish with done and say why.", name, reason)), key, false
 	case h == nil:
-		return "", true // the run was stopped before the hand-off began
+		return failed, key, true // the run was stopped before the hand-off began
+	case errors.Is(err, ErrNoHuman):
+		return withFailed(fmt.Sprintf("Hand-off policy %s: %s, but %s: go on another way or finish with done and say why.", name, reason, h.Error)), key, true
 	case err != nil:
-		return fmt.Sprintf("Hand-off policy %s: the agent handed the browser to a person because %s; it came back without them finishing: %s.", name, reason, h.Error), true
+		return withFailed(fmt.Sprintf("Hand-off policy %s: the agent handed the browser to a person because %s; it came back without them finishing: %s.", name, reason, h.Error)), key, true
 	}
-	return fmt.Sprintf("Hand-off policy %s: %s", name, handoffText(h)), true
+	return withFailed(fmt.Sprintf("Hand-off policy %s: %s", name, handoffText(h))), key, true
 }
 
-// pageKey is a page's URL without its fragment: a policy asks for a person
-// once per page.
-func pageKey(u string) string {
-	before, _, _ := strings.Cut(u, "#")
-	return before
+// pageKey is a page's URL without its fragment and Cloudflare's challenge
+// parameters (__cf_chl_*, new on every attempt): a policy asks for a
+// person once per page.
+func pageKey(s string) string {
+	before, _, _ := strings.Cut(s, "#")
+	u, err := url.Parse(before)
+	if err != nil || u.RawQuery == "" {
+		return before
+	}
+	q := u.Query()
+	drop := false
+	for k := range q {
+		if strings.HasPrefix(k, "__cf_chl_") {
+			q.Del(k)
+			drop = true
+		}
+	}
+	if !drop {
+		return before
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }

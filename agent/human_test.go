@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -309,7 +310,7 @@ func TestHandoffNoHandler(t *testing.T) {
 // the step: the person's time is not the step's.
 func TestHandoffOutlastsStepTimeout(t *testing.T) {
 	env, s := newSession(t)
-	const stepTimeout = 8 * time.Second
+	const stepTimeout = 20 * time.Second // generous: a busy machine's observations and model calls fit in it
 	var mu sync.Mutex
 	var stepStart time.Time
 	p := &person{}
@@ -539,7 +540,7 @@ func TestHandoffSettings(t *testing.T) {
 // after it, so the model call that follows has the step's time left.
 func TestHandoffPolicyOutlastsStepTimeout(t *testing.T) {
 	env, s := newSession(t)
-	const stepTimeout = 8 * time.Second
+	const stepTimeout = 20 * time.Second // generous: a busy machine's observations and model calls fit in it
 	p := &person{act: func(ctx context.Context, _ agent.HumanRequest) (agent.HumanResponse, error) {
 		tm := time.NewTimer(stepTimeout + time.Second) // the person takes longer than the step may
 		defer tm.Stop()
@@ -600,7 +601,7 @@ func TestHandoffHandlerPanics(t *testing.T) {
 // bounded by the caller's context and HumanTimeout, not by the step.
 func TestHandoffThroughDriver(t *testing.T) {
 	env, s := newSession(t)
-	const stepTimeout = 8 * time.Second
+	const stepTimeout = 20 * time.Second // generous: a busy machine's observations and model calls fit in it
 	p := &person{}
 	p.act = func(ctx context.Context, req agent.HumanRequest) (agent.HumanResponse, error) {
 		tm := time.NewTimer(stepTimeout + time.Second) // the person takes longer than a step may
@@ -631,5 +632,317 @@ func TestHandoffThroughDriver(t *testing.T) {
 	hs := handoffsOf(d.History())
 	if len(hs) != 1 || !hs[0].Changed || hs[0].Error != "" {
 		t.Fatalf("hand-offs %+v", hs)
+	}
+}
+
+// A solved CAPTCHA widget stays in its frame (reCAPTCHA, hCaptcha and
+// Turnstile all do): the person's finished hand-off settles the page, so
+// the model is neither told the CAPTCHA is still there nor to go on another
+// way, and the person is asked once. The screenshot of the page as it was
+// handed over is kept apart from the re-observation's.
+func TestHandoffCaptchaSolvedWidgetStays(t *testing.T) {
+	env, s := newSession(t)
+	p := &person{act: func(context.Context, agent.HumanRequest) (agent.HumanResponse, error) {
+		return agent.HumanResponse{Note: "solved", Via: "test"}, nil // the frame stays
+	}}
+	model := scripted.New([]scripted.Step{
+		{WaitFor: "solved", Action: "scroll", Params: map[string]any{"down": true}},
+		{Action: "done", Params: map[string]any{"text": "paid", "success": true}},
+	})
+	set := settings(t)
+	set.Human = p
+	set.HandoffPolicies = loopbackCaptcha()
+	set.Vision = agent.VisionOn
+	a := newAgent(t, "Open "+env.URL("/agent-captcha.html")+" and pay.", model, s, set)
+	res := run(t, a, model)
+	if !res.Done || !res.Success {
+		t.Fatalf("result %+v", res)
+	}
+	if n := len(p.requests()); n != 1 {
+		t.Fatalf("the person was asked %d times, want 1", n)
+	}
+	for i, req := range model.Requests() {
+		txt := userText(req)
+		if strings.Contains(txt, "still") || strings.Contains(txt, "go on another way") {
+			t.Fatalf("model call %d after a finished hand-off:\n%s", i, txt)
+		}
+	}
+	if txt := userText(model.Requests()[0]); !strings.Contains(txt, "may be inside a frame") {
+		t.Fatalf("the model is not told a frame may have changed:\n%s", txt)
+	}
+	it := a.History().Items[1]
+	if len(it.Handoffs) != 1 {
+		t.Fatalf("step 1 hand-offs %+v", it.Handoffs)
+	}
+	shot := it.Handoffs[0].ScreenshotPath
+	if !strings.HasSuffix(strings.TrimSuffix(shot, filepath.Ext(shot)), "step_1_handoff") || it.State.ScreenshotPath == "" || it.State.ScreenshotPath == shot {
+		t.Fatalf("hand-off screenshot %q, state screenshot %q", shot, it.State.ScreenshotPath)
+	}
+	for _, f := range []string{shot, it.State.ScreenshotPath} {
+		if fi, err := os.Stat(f); err != nil || fi.Size() == 0 {
+			t.Fatalf("screenshot %s: %v", f, err)
+		}
+	}
+}
+
+// A policy asks once per page and Run: a follow-up task (AddTask, Run
+// again) on the same CAPTCHA page asks the person again.
+func TestHandoffCaptchaAskedAgainNextTask(t *testing.T) {
+	env, s := newSession(t)
+	p := &person{act: func(context.Context, agent.HumanRequest) (agent.HumanResponse, error) {
+		return agent.HumanResponse{Note: "solved", Via: "test"}, nil
+	}}
+	model := scripted.New([]scripted.Step{
+		{WaitFor: "solved", Action: "done", Params: map[string]any{"text": "first", "success": true}},
+		{WaitFor: "solved", Action: "done", Params: map[string]any{"text": "second", "success": true}},
+	})
+	set := settings(t)
+	set.Human = p
+	set.HandoffPolicies = loopbackCaptcha()
+	a := newAgent(t, "Open "+env.URL("/agent-captcha.html")+" and pay.", model, s, set)
+	if res := run(t, a, model); !res.Done {
+		t.Fatalf("first run %+v", res)
+	}
+	if err := a.AddTask("Pay again."); err != nil {
+		t.Fatal(err)
+	}
+	if res := run(t, a, model); !res.Done {
+		t.Fatalf("second run %+v", res)
+	}
+	if n := len(p.requests()); n != 2 {
+		t.Fatalf("the person was asked %d times over two tasks, want 2", n)
+	}
+}
+
+// A policy hand-off the person does not finish in time: the model reads the
+// timeout, and the next step on the page says the person is not asked
+// again.
+func TestHandoffPolicyTimeout(t *testing.T) {
+	env, s := newSession(t)
+	p := &person{act: func(ctx context.Context, _ agent.HumanRequest) (agent.HumanResponse, error) {
+		<-ctx.Done()
+		return agent.HumanResponse{}, ctx.Err()
+	}}
+	model := scripted.New([]scripted.Step{
+		{WaitFor: agent.ErrHumanTimeout.Error(), Action: "scroll", Params: map[string]any{"down": true}},
+		{WaitFor: "did not finish, so they are not asked again", Action: "done", Params: map[string]any{"text": "blocked", "success": false}},
+	})
+	set := settings(t)
+	set.Human = p
+	set.HumanTimeout = time.Second
+	set.HandoffPolicies = loopbackCaptcha()
+	a := newAgent(t, "Open "+env.URL("/agent-captcha.html")+" and pay.", model, s, set)
+	if res := run(t, a, model); !res.Done {
+		t.Fatalf("result %+v", res)
+	}
+	if n := len(p.requests()); n != 1 {
+		t.Fatalf("the person was asked %d times, want 1", n)
+	}
+	it := a.History().Items[1]
+	if len(it.Notes) == 0 || !strings.Contains(strings.Join(it.Notes, " "), "came back without them finishing") {
+		t.Fatalf("step 1 notes %q", it.Notes)
+	}
+}
+
+// Cancelling Run while a policy hand-off waits stops it; the step keeps
+// the hand-off and its note.
+func TestHandoffPolicyRunStopped(t *testing.T) {
+	env, s := newSession(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p := &person{act: func(hctx context.Context, _ agent.HumanRequest) (agent.HumanResponse, error) {
+		cancel() // the caller stops the run
+		<-hctx.Done()
+		return agent.HumanResponse{}, hctx.Err()
+	}}
+	model := scripted.New([]scripted.Step{
+		{Action: "done", Params: map[string]any{"text": "unreachable", "success": true}},
+	})
+	set := settings(t)
+	set.Human = p
+	set.HandoffPolicies = loopbackCaptcha()
+	a := newAgent(t, "Open "+env.URL("/agent-captcha.html")+" and pay.", model, s, set)
+	res, err := a.Run(ctx)
+	if !errors.Is(err, context.Canceled) || res.Done {
+		t.Fatalf("run: %v, result %+v", err, res)
+	}
+	if n := len(model.Requests()); n != 0 {
+		t.Fatalf("%d model calls after the stop, want 0", n)
+	}
+	h := a.History()
+	it := h.Items[len(h.Items)-1]
+	if len(it.Handoffs) != 1 || !strings.Contains(it.Handoffs[0].Error, "stopped") || !strings.Contains(strings.Join(it.Notes, " "), "stopped") {
+		t.Fatalf("last step: hand-offs %+v, notes %q", it.Handoffs, it.Notes)
+	}
+}
+
+// panicky is a hand-off policy that panics.
+type panicky struct{}
+
+func (panicky) Name() string                      { return "boom" }
+func (panicky) Check(*events.BrowserState) string { panic("policy bug") }
+
+// A custom policy that panics does not crash the run: the model is told it
+// failed, and the next policy still looks at the page.
+func TestHandoffPolicyPanics(t *testing.T) {
+	env, s := newSession(t)
+	p := &person{act: func(context.Context, agent.HumanRequest) (agent.HumanResponse, error) {
+		return agent.HumanResponse{Note: "solved", Via: "test"}, nil
+	}}
+	model := scripted.New([]scripted.Step{
+		{WaitFor: "Hand-off policy boom failed: it panicked: policy bug", Action: "done", Params: map[string]any{"text": "ok", "success": true}},
+	})
+	set := settings(t)
+	set.Human = p
+	set.HandoffPolicies = append([]agent.HandoffPolicy{panicky{}}, loopbackCaptcha()...)
+	a := newAgent(t, "Open "+env.URL("/agent-captcha.html")+" and pay.", model, s, set)
+	if res := run(t, a, model); !res.Done {
+		t.Fatalf("result %+v", res)
+	}
+	if reqs := p.requests(); len(reqs) != 1 || reqs[0].By != "policy:captcha" {
+		t.Fatalf("requests %+v", reqs)
+	}
+}
+
+// A handler that cannot reach anyone (ErrNoHuman, an MCP client without
+// elicitation) is worded so: no one is claimed to have been asked.
+func TestHandoffPolicyNobodyReached(t *testing.T) {
+	env, s := newSession(t)
+	p := &person{act: func(context.Context, agent.HumanRequest) (agent.HumanResponse, error) {
+		return agent.HumanResponse{}, fmt.Errorf("%w: the client cannot ask its user", agent.ErrNoHuman)
+	}}
+	model := scripted.New([]scripted.Step{
+		{WaitFor: "no person could be reached", Action: "done", Params: map[string]any{"text": "blocked", "success": false}},
+	})
+	set := settings(t)
+	set.Human = p
+	set.HandoffPolicies = loopbackCaptcha()
+	a := newAgent(t, "Open "+env.URL("/agent-captcha.html")+" and pay.", model, s, set)
+	if res := run(t, a, model); !res.Done {
+		t.Fatalf("result %+v", res)
+	}
+	txt := userText(model.Requests()[0])
+	if strings.Contains(txt, "handed the browser to a person") {
+		t.Fatalf("the model is told someone was asked:\n%s", txt)
+	}
+	hs := handoffsOf(a.History())
+	if len(hs) != 1 || !strings.Contains(hs[0].Error, "no person could be reached") {
+		t.Fatalf("hand-offs %+v", hs)
+	}
+}
+
+// On the run's last step (only done is offered) no person is handed the
+// page: the model is told the policy fired.
+func TestHandoffPolicyNotOnLastStep(t *testing.T) {
+	env, s := newSession(t)
+	p := &person{act: func(context.Context, agent.HumanRequest) (agent.HumanResponse, error) {
+		return agent.HumanResponse{Note: "solved", Via: "test"}, nil
+	}}
+	model := scripted.New([]scripted.Step{
+		{WaitFor: "no person is asked on the run's last step", Action: "done", Params: map[string]any{"text": "blocked", "success": false}},
+	})
+	set := settings(t)
+	set.Human = p
+	set.HandoffPolicies = loopbackCaptcha()
+	set.MaxSteps = 1
+	a := newAgent(t, "Open "+env.URL("/agent-captcha.html")+" and pay.", model, s, set)
+	if res := run(t, a, model); !res.Done {
+		t.Fatalf("result %+v", res)
+	}
+	if n := len(p.requests()); n != 0 {
+		t.Fatalf("the person was asked %d times on the last step", n)
+	}
+}
+
+// A request_human among InitialActions is the caller's, not the model's.
+func TestHandoffInitialAction(t *testing.T) {
+	_, s := newSession(t)
+	p := &person{act: func(context.Context, agent.HumanRequest) (agent.HumanResponse, error) {
+		return agent.HumanResponse{Note: "set up the account", Via: "test"}, nil
+	}}
+	model := scripted.New([]scripted.Step{
+		{WaitFor: "set up the account", Action: "done", Params: map[string]any{"text": "ready", "success": true}},
+	})
+	set := settings(t)
+	set.Human = p
+	set.InitialActions = []agent.ActionCall{{Name: "request_human", Params: json.RawMessage(`{"reason":"set up the account"}`)}}
+	a := newAgent(t, "List my orders.", model, s, set)
+	if res := run(t, a, model); !res.Done {
+		t.Fatalf("result %+v", res)
+	}
+	if reqs := p.requests(); len(reqs) != 1 || reqs[0].By != "initial" {
+		t.Fatalf("requests %+v", reqs)
+	}
+	if hs := handoffsOf(a.History()); len(hs) != 1 || hs[0].By != "initial" {
+		t.Fatalf("hand-offs %+v", hs)
+	}
+}
+
+// Through a Driver, the element indexes of the state taken before
+// request_human no longer apply after it, even when the page's URL did not
+// change: a person had the page.
+func TestHandoffDriverIndexesStale(t *testing.T) {
+	env, s := newSession(t)
+	p := &person{act: func(context.Context, agent.HumanRequest) (agent.HumanResponse, error) {
+		return agent.HumanResponse{Note: "looked around", Via: "test"}, nil
+	}}
+	set := settings(t)
+	set.Human = p
+	d, err := agent.NewDriver(s, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := d.Do(ctx, "navigate", json.RawMessage(`{"url":"`+env.URL("/agent-handoff-login.html")+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	obs, err := d.State(ctx, agent.StateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := 0
+	for i := range obs.State.Elements {
+		if i > 0 {
+			idx = i
+			break
+		}
+	}
+	if idx == 0 {
+		t.Fatalf("no indexed element on the login page:\n%s", obs.Text)
+	}
+	if _, err := d.Do(ctx, "request_human", json.RawMessage(`{"reason":"look"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Do(ctx, "click", json.RawMessage(fmt.Sprintf(`{"index":%d}`, idx)))
+	var se *agent.StaleIndexError
+	if !errors.As(err, &se) || !strings.Contains(se.Reason, "a person had the page") {
+		t.Fatalf("click after request_human: %v", err)
+	}
+}
+
+// A person who finished a hand-off may have fixed what an earlier write
+// broke, through requests the agent does not observe: the done check no
+// longer holds that write against the run.
+func TestHandoffClearsFailedWrite(t *testing.T) {
+	srv := saveSite(t)
+	_, s := newSession(t)
+	p := &person{act: func(context.Context, agent.HumanRequest) (agent.HumanResponse, error) {
+		return agent.HumanResponse{Note: "saved it myself", Via: "test"}, nil
+	}}
+	model := scripted.New([]scripted.Step{
+		{WaitForLabel: "Save", Action: "click", Label: "Save"},
+		{Action: "request_human", Params: map[string]any{"reason": "the save failed; save the profile"}},
+		{WaitFor: "saved it myself", Action: "done", Params: map[string]any{"text": "Saved the profile", "success": true}},
+	})
+	set := settings(t)
+	set.Human = p
+	a := newAgent(t, "Open "+srv.URL+"/save and save the profile.", model, s, set)
+	res := run(t, a, model)
+	if !res.Done || !res.Success {
+		t.Fatalf("result %+v", res)
+	}
+	if dones := doneRecords(a.History()); len(dones) != 1 || !dones[0].Result.Done {
+		t.Fatalf("done records %+v, want one accepted", dones)
 	}
 }

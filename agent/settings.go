@@ -210,8 +210,9 @@ type Settings struct {
 	Human HumanHandler
 	// HumanTimeout bounds one hand-off: after it the agent stops waiting
 	// and the model reads an error wrapping ErrHumanTimeout. The hand-off's
-	// time does not count against StepTimeout. Default 10 min
-	// (DefaultHumanTimeout).
+	// time does not count against StepTimeout: after a policy's hand-off
+	// the step gets the time it had left, at least StepTimeout/2. Default
+	// 10 min (DefaultHumanTimeout).
 	HumanTimeout time.Duration
 	// HandoffPolicies look at each step's observation before the model call
 	// and may hand the page to a person (once per policy and page). Default:
