@@ -82,6 +82,11 @@ func TestActionsRecordWhereTheyLanded(t *testing.T) {
 	if far := h.Items[4].Actions[0]; far.Mark == nil || !nearBox(far.Mark.Box, [4]float64{40, 1000, 100, 40}) || far.Mark.Point != nil {
 		t.Errorf("off-screen click: %s %+v", far.Name, far.Mark)
 	}
+	// Step 0 (the start URL opened before the first model call) has its
+	// actions' time, for the report's timeline.
+	if it := h.Items[0]; it.Step != 0 || it.ActionsTime <= 0 {
+		t.Errorf("step %d actions took %s", it.Step, it.ActionsTime)
+	}
 	if m := h.Items[5].Actions[0].Mark; m != nil {
 		t.Errorf("done has a mark %+v", m)
 	}

@@ -165,6 +165,10 @@ func TestReportShowsRequestsAndHandoffs(t *testing.T) {
 	if strings.Join(f.Notes, "|") != "Batch stopped: "+hostile {
 		t.Errorf("notes %q", f.Notes)
 	}
+	// The notes are in the hash chain like the rest of the step.
+	if d, err := Load(path); err != nil || !d.Verify.OK || !d.Verify.Closed || len(d.Steps) == 0 || len(d.Steps[0].Notes) != 1 {
+		t.Errorf("trace with notes: %v %+v", err, d.Verify)
+	}
 	if f.Omitted != "7 of 30 requests shown" {
 		t.Errorf("omitted requests told as %q", f.Omitted)
 	}
