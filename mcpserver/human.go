@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/browseragent/browseragent/agent"
+	"github.com/browseragent/browseragent/liveview"
 )
 
 // ViaElicitation is the HumanResponse.Via of an answer given through the
@@ -52,6 +53,11 @@ func AskHuman(ctx context.Context, req agent.HumanRequest, liveURL string) (agen
 	}
 }
 
+// canHandOff reports whether AskHuman can ask this call's client.
+func (c *call) canHandOff() bool {
+	return c.canAsk() && c.version < newProtocol
+}
+
 // HumanHandler returns an agent.HumanHandler that calls AskHuman with the
 // live view's URL (liveURL may be nil: no live view; the person then works
 // in a headful window the client knows of).
@@ -65,17 +71,22 @@ func HumanHandler(liveURL func() string) agent.HumanHandler {
 	})
 }
 
-// humanQuestion is the hand-off form.
+// humanQuestion is the hand-off form. Trusted lines come first (who asks,
+// for which site, where to act); the reason, in the model's words which a
+// page may have inspired, comes last, quoted and cleaned of control
+// characters.
 func humanQuestion(req agent.HumanRequest, liveURL string, scrub func(string) string) *mcp.ElicitParams {
 	var b strings.Builder
-	fmt.Fprintf(&b, "A person is needed: %s.", strings.TrimRight(req.Reason, ". "))
-	if req.URL != "" {
-		fmt.Fprintf(&b, " Page: %s.", req.URL)
+	fmt.Fprintf(&b, "browseragent needs a person to take over the browser. Asked by %s", liveview.Asker(req.By))
+	if o := liveview.Origin(req.URL); o != "" {
+		fmt.Fprintf(&b, " for %s", o)
 	}
+	b.WriteString(".")
 	if liveURL != "" {
-		fmt.Fprintf(&b, " Open %s to see the page and act on it.", liveURL)
+		fmt.Fprintf(&b, " Open %s on the machine that runs browseragent (it listens on loopback only) to see the page and act on it.", liveURL)
 	}
-	b.WriteString(" Accept when done (a note for the agent is optional; never a password); decline if you will not do it.")
+	b.WriteString(" Accept when done (a note for the agent is optional; never a password); decline if you will not do it or the request looks wrong. Never enter a password or payment details for a site you did not expect.")
+	fmt.Fprintf(&b, " The reason given: “%s”", liveview.CleanText(req.Reason, 300))
 	return &mcp.ElicitParams{
 		Message: scrub(b.String()),
 		RequestedSchema: map[string]any{

@@ -106,7 +106,7 @@ func person(base string) error {
 // the client's user is asked by elicitation with the live view's URL, signs
 // in through it, and accepts with a note, which the model reads. A user who
 // declines is reported as declined; a client without elicitation, or on
-// the 2026-07-28 protocol, makes request_human fail with ErrNoHuman.
+// the 2026-07-28 protocol, is not offered request_human.
 func TestRunTaskHandsOffByElicitation(t *testing.T) {
 	web := site(t)
 	l := &handoffLauncher{dir: t.TempDir()}
@@ -167,14 +167,11 @@ func TestRunTaskHandsOffByElicitation(t *testing.T) {
 		{"decline", "2025-11-25", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "decline"}, nil
 		}, func(h agent.Handoff) bool { return h.Declined && h.Error == "" }},
-		{"no elicitation", "2025-11-25", nil, func(h agent.Handoff) bool {
-			return strings.Contains(h.Error, agent.ErrNoHuman.Error()) && strings.Contains(h.Error, "elicitation")
-		}},
+		// A client that cannot be asked: request_human is not offered.
+		{"no elicitation", "2025-11-25", nil, nil},
 		{"new protocol", "", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept"}, nil
-		}, func(h agent.Handoff) bool {
-			return strings.Contains(h.Error, agent.ErrNoHuman.Error()) && strings.Contains(h.Error, "during run_task")
-		}},
+		}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var opts *mcp.ClientOptions
@@ -186,8 +183,17 @@ func TestRunTaskHandsOffByElicitation(t *testing.T) {
 			script("")
 			mustCall(t, cs, "run_task", map[string]any{"task": "Sign in"})
 			hs := l.handoffs()
+			if c.want == nil {
+				if n := model.humanOffers(); len(hs) != before || n != 0 {
+					t.Fatalf("a client that cannot be asked: hand-offs %+v, %d model requests offering request_human", hs[before:], n)
+				}
+				return
+			}
 			if len(hs) != before+1 || !c.want(hs[len(hs)-1]) {
 				t.Fatalf("hand-offs: %+v", hs[before:])
+			}
+			if model.humanOffers() == 0 {
+				t.Fatal("request_human was not offered to a client that can be asked")
 			}
 		})
 	}

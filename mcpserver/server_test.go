@@ -1,7 +1,9 @@
 package mcpserver_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
@@ -383,19 +385,40 @@ func TestToolList(t *testing.T) {
 type swapModel struct {
 	mu sync.Mutex
 	m  *scripted.Model
+	// offeredHuman counts the requests since set that offer
+	// request_human.
+	offeredHuman int
 }
 
 func (s *swapModel) set(steps ...scripted.Step) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m = scripted.New(steps)
+	s.offeredHuman = 0
+}
+
+func (s *swapModel) humanOffers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.offeredHuman
 }
 
 func (s *swapModel) Name() string { return "scripted" }
 
 func (s *swapModel) Generate(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	// Offered: in the action list (the history may name it from earlier
+	// tasks) or in the reply schema.
+	sch, _ := json.Marshal(req.Schema)
+	offered := bytes.Contains(sch, []byte(`"request_human"`))
+	for _, m := range req.Messages {
+		b, _ := json.Marshal(m)
+		offered = offered || bytes.Contains(b, []byte("request_human{reason}"))
+	}
 	s.mu.Lock()
 	m := s.m
+	if offered {
+		s.offeredHuman++
+	}
 	s.mu.Unlock()
 	return m.Generate(ctx, req)
 }

@@ -26,7 +26,12 @@ func (s *Server) runTask(in taskIn) handler {
 			max = in.MaxSteps
 		}
 		opt := agent.TaskOptions{MaxSteps: max}
-		if c := callFrom(ctx); c != nil && c.req.Params != nil {
+		// A client that cannot be asked during this call (no elicitation,
+		// or the 2026-07-28 protocol) has nobody to hand the browser to:
+		// the model is not offered request_human.
+		c := callFrom(ctx)
+		opt.NoHuman = c == nil || !c.canHandOff()
+		if c != nil && c.req.Params != nil {
 			req := c.req
 			if tok := req.Params.GetProgressToken(); tok != nil {
 				opt.Observers = append(opt.Observers, &progress{ss: req.Session, token: tok, total: max, log: s.log})
