@@ -10,6 +10,7 @@ import (
 
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/testbrowser"
 	"github.com/browseragent/browseragent/session"
 	"github.com/browseragent/browseragent/watchdogs/actions"
 	"github.com/browseragent/browseragent/watchdogs/security"
@@ -48,5 +49,28 @@ func TestBlockedRequestFailsTheAction(t *testing.T) {
 	}
 	if len(hits) != 0 {
 		t.Fatalf("the refused request reached the server")
+	}
+}
+
+// TestForeignTabRequestsAreNotRecorded: in a connected browser, the
+// requests of a tab that is not the session's (the user's) are not
+// recorded: the session's request mark does not move while that tab loads
+// a page.
+func TestForeignTabRequestsAreNotRecorded(t *testing.T) {
+	u := newUserBrowser(t)
+	a := u.connect(t, session.Profile{ConnectTab: session.ConnectTabNew})
+	user := u.open(t, "/index.html")
+	poll(t, "the session attached the user's tab", func() bool {
+		_, err := a.PageSession(string(user))
+		return err == nil
+	})
+	before := a.Evidence(ctxT(t)).RequestMark
+	want := u.env.URL("/other.html")
+	if err := testbrowser.Eval(u.pages[user], `setTimeout(() => { location.href = `+jsString(want)+` }, 0)`, nil); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the user's tab loaded another page", func() bool { return u.href(t, user) == want })
+	if after := a.Evidence(ctxT(t)).RequestMark; after != before {
+		t.Fatalf("request mark moved %d → %d: the user's tab's requests were recorded", before, after)
 	}
 }
