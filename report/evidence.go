@@ -74,16 +74,21 @@ func addEvidence(dir string, steps []Step) {
 }
 
 // policyHandoff reports whether a step handed the browser to a person
-// because a policy asked (not the model: its hand-off is an action, after
-// the screenshot).
+// because a policy asked (not request_human: that is an action, after the
+// screenshot).
 func policyHandoff(hs []agent.Handoff) bool {
 	for _, h := range hs {
-		if h.By != "model" {
+		if !actionHandoff(h) {
 			return true
 		}
 	}
 	return false
 }
+
+// actionHandoff reports whether h was a request_human action (the
+// model's, or one of the initial actions): its time is in the step's
+// actions' time.
+func actionHandoff(h agent.Handoff) bool { return h.By == "model" || h.By == "initial" }
 
 // changedPage reports whether an action changed the page: its verdict
 // says so, or it failed yet its evidence shows another URL or page
@@ -122,13 +127,14 @@ func evidenceDiffers(before, after json.RawMessage) bool {
 func phases(st trace.Step) []Phase {
 	ps := []Phase{{Name: "observe", MS: st.ObserveMS}, {Name: "model", MS: st.ModelMS}, {Name: "actions", MS: st.ActionsMS}}
 	// A person's time (hand-offs) is its own phase: it is not the agent's.
-	// The model's request_human is an action: its time is in the actions'
-	// and counted once, as the person's.
+	// A request_human action's hand-off (the model's, an initial
+	// action's): its time is in the actions' and counted once, as the
+	// person's.
 	person, asked := 0.0, 0.0
 	for _, h := range st.Handoffs {
 		d := float64(h.Duration) / float64(time.Millisecond)
 		person += d
-		if h.By == "model" {
+		if actionHandoff(h) {
 			asked += d
 		}
 	}

@@ -279,7 +279,7 @@ func TestAfterPictureAdjacency(t *testing.T) {
 	}
 	// The model's hand-off is an action: its time is not counted twice.
 	ps := phases(trace.Step{DurationMS: 10000, ObserveMS: 100, ModelMS: 200, ActionsMS: 9000,
-		Handoffs: []agent.Handoff{{By: "model", Duration: 8800 * time.Millisecond}, {By: "policy:login", Duration: 500 * time.Millisecond}}})
+		Handoffs: []agent.Handoff{{By: "model", Duration: 8000 * time.Millisecond}, {By: "initial", Duration: 800 * time.Millisecond}, {By: "policy:login", Duration: 500 * time.Millisecond}}})
 	sum := 0.0
 	for _, p := range ps {
 		sum += p.MS
