@@ -141,7 +141,12 @@ func StepRecord(dir string, it agent.HistoryItem) Step {
 	st.AfterScreenshot, st.AfterScreenshotSHA256 = shotRef(dir, it.State.AfterScreenshotPath)
 	st.ObserveMS, st.ModelMS, st.ActionsMS = ms(it.ObserveTime), ms(it.ModelTime), ms(it.ActionsTime)
 	st.Viewport = it.State.Viewport
-	st.Handoffs = it.Handoffs
+	for _, h := range it.Handoffs {
+		// The trace names files relative to its directory, as for the
+		// step's own screenshots: a run directory that moved stays whole.
+		h.ScreenshotPath, _ = shotRef(dir, h.ScreenshotPath)
+		st.Handoffs = append(st.Handoffs, h)
+	}
 	st.Notes = it.Notes
 	return st
 }
