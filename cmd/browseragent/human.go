@@ -18,11 +18,19 @@ import (
 
 // Values of --human.
 const (
-	humanAuto     = "auto"     // live when stdin is a terminal, off otherwise
+	humanAuto     = "auto"     // live when stdin (in the foreground) and stderr are terminals, off otherwise
 	humanLive     = "live"     // the live view; Enter too when stdin is a terminal
 	humanTerminal = "terminal" // Enter only (a --headful window, or another screen)
-	humanOff      = "off"      // no person: request_human fails with ErrNoHuman
+	humanOff      = "off"      // no person: request_human is not offered
 )
+
+// stdinIsTerminal reports whether stdin is a terminal this process may
+// read: in the foreground (a background read stops the process).
+func stdinIsTerminal() bool { return fdIsTerminal(0) && inForeground(0) }
+
+// stderrIsTerminal reports whether stderr, where hand-offs are announced,
+// is a terminal someone watches.
+func stderrIsTerminal() bool { return fdIsTerminal(2) }
 
 // humanFlags are --human, --human-timeout and --live-addr.
 type humanFlags struct {
@@ -32,18 +40,19 @@ type humanFlags struct {
 }
 
 func (f *humanFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.mode, "human", humanAuto, "hand the browser to a person when the model or a policy asks: live (a live view on loopback: its URL is printed, click Done there or press Enter here), terminal (press Enter here; with --headful, use the window), off (the model is told no person is available), auto (live when stdin is a terminal, off otherwise, so an unattended run never waits for a person)")
+	fs.StringVar(&f.mode, "human", humanAuto, "hand the browser to a person when the model or a policy asks: live (a live view on loopback: its URL is printed, click Done there or press Enter here), terminal (press Enter here; with --headful, use the window), off (request_human is not offered; a hand-off policy tells the model no person is available), auto (live when stdin, in the foreground, and stderr are terminals, off otherwise, so an unattended or backgrounded run never waits for a person)")
 	fs.DurationVar(&f.timeout, "human-timeout", 0, "how long one hand-off waits for the person (0: the agent's default, "+agent.DefaultHumanTimeout.String()+")")
 	fs.StringVar(&f.liveAddr, "live-addr", liveview.DefaultAddr, "the live view's listen address (loopback only; port 0 picks a free one)")
 }
 
 // check validates the flags and resolves auto; stdinTTY says whether stdin
-// is a terminal.
-func (f *humanFlags) check(stdinTTY bool) error {
+// is a terminal in the foreground, stderrTTY whether stderr (where the
+// live view's URL is printed) is a terminal.
+func (f *humanFlags) check(stdinTTY, stderrTTY bool) error {
 	switch f.mode {
 	case humanAuto:
 		f.mode = humanOff
-		if stdinTTY {
+		if stdinTTY && stderrTTY {
 			f.mode = humanLive
 		}
 	case humanLive, humanTerminal, humanOff:
@@ -77,18 +86,22 @@ func (h *humanSetup) close() error {
 
 // setup builds the handler for s. Announcements go to w. With a terminal
 // stdin, Enter (after an optional note) also ends a hand-off: the line
-// reader goroutine lives until stdin ends, like the process reading it.
+// reader starts at the first hand-off (not before: a run moved to the
+// background meanwhile must not be stopped for reading its terminal) and
+// lives until stdin ends, like the process reading it.
 func (f *humanFlags) setup(s *session.Session, stdin io.Reader, stdinTTY bool, w io.Writer) (*humanSetup, error) {
 	if f.mode == humanOff || f.mode == "" {
 		return &humanSetup{}, nil
 	}
 	var lines <-chan string
+	start := func() {}
 	if stdinTTY {
-		lines = readLines(stdin)
+		lines, start = lazyLines(stdin)
 	}
 	if f.mode == humanTerminal {
 		return &humanSetup{handler: agent.HumanHandlerFunc(func(ctx context.Context, req agent.HumanRequest) (agent.HumanResponse, error) {
 			drain(lines)
+			start()
 			announce(w, liveview.Announcement{Request: req, Headful: s.Profile().Headful}, true)
 			for {
 				select {
@@ -113,15 +126,19 @@ func (f *humanFlags) setup(s *session.Session, stdin io.Reader, stdinTTY bool, w
 	return &humanSetup{live: v, handler: &liveview.Handler{
 		Server:   v,
 		Signal:   lines,
-		Announce: func(a liveview.Announcement) { announce(w, a, stdinTTY) },
+		Announce: func(a liveview.Announcement) { start(); announce(w, a, stdinTTY) },
 	}}, nil
 }
 
-// announce tells the person what is asked and where to act.
+// announce tells the person what is asked and where to act: the trusted
+// lines (who asks, the site, where to act) first; the reason, in the
+// model's words which a page may have inspired, last, quoted and cleaned
+// of control characters (it cannot clear the screen or fake a line).
 func announce(w io.Writer, a liveview.Announcement, enter bool) {
-	fmt.Fprintf(w, "\n>>> A person is needed: %s\n", a.Request.Reason)
-	if a.Request.URL != "" {
-		fmt.Fprintf(w, "    page: %s\n", a.Request.URL)
+	fmt.Fprintf(w, "\n>>> browseragent needs a person to take over the browser\n")
+	fmt.Fprintf(w, "    asked by: %s\n", liveview.Asker(a.Request.By))
+	if o := liveview.Origin(a.Request.URL); o != "" {
+		fmt.Fprintf(w, "    site: %s\n", liveview.CleanText(o, 200))
 	}
 	if a.URL != "" {
 		fmt.Fprintf(w, "    open the live view: %s\n", a.URL)
@@ -140,20 +157,27 @@ func announce(w io.Writer, a liveview.Announcement, enter bool) {
 	if !a.Request.Deadline.IsZero() {
 		fmt.Fprintf(w, "    the agent waits until %s\n", a.Request.Deadline.Format(time.Kitchen))
 	}
+	fmt.Fprintln(w, "    never type a password or payment details for a site you did not expect")
+	fmt.Fprintf(w, "    reason given: “%s”\n", liveview.CleanText(a.Request.Reason, 300))
 }
 
-// readLines sends each line of r until it ends. Its goroutine cannot be
+// lazyLines returns a channel of r's lines and the func that starts
+// reading (once; later calls do nothing). The reader's goroutine cannot be
 // interrupted (a blocked read on a terminal): it ends with r.
-func readLines(r io.Reader) <-chan string {
+func lazyLines(r io.Reader) (<-chan string, func()) {
 	ch := make(chan string)
-	go func() {
-		defer close(ch)
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			ch <- sc.Text()
-		}
-	}()
-	return ch
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			go func() {
+				defer close(ch)
+				sc := bufio.NewScanner(r)
+				for sc.Scan() {
+					ch <- sc.Text()
+				}
+			}()
+		})
+	}
 }
 
 // drain discards lines typed before a hand-off began.
@@ -178,7 +202,7 @@ type mcpHumanFlags struct {
 }
 
 func (f *mcpHumanFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.mode, "human", "elicit", "hand the browser to the client's user when run_task's model or a policy asks: elicit (a live view on loopback, its URL sent to the user by MCP elicitation; accept when done) or off (the model is told no person is available); a client without elicitation gets the same answer as off")
+	fs.StringVar(&f.mode, "human", "elicit", "hand the browser to the client's user when run_task's model or a policy asks: elicit (a live view on loopback, its URL sent to the user by MCP elicitation; accept when done) or off (request_human is not offered); a client that cannot be asked (no elicitation, or protocol 2026-07-28) is treated as off. The live view listens on loopback: a user on another machine (--http-allow-remote) must forward its port (ssh -L)")
 	fs.DurationVar(&f.timeout, "human-timeout", 0, "how long one hand-off waits for the user (0: the agent's default, "+agent.DefaultHumanTimeout.String()+")")
 	fs.StringVar(&f.liveAddr, "live-addr", liveview.DefaultAddr, "the live view's listen address (loopback only; port 0 picks a free one)")
 }

@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/internal/testbrowser"
+	"github.com/browseragent/browseragent/liveview"
 )
 
 // TestRunHandsOffThroughLiveView: `run --human live` prints the live
@@ -53,7 +55,7 @@ func TestRunHandsOffThroughLiveView(t *testing.T) {
 	go func() {
 		defer close(read)
 		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`open the live view: (http://\S+)`)
+		re := regexp.MustCompile(`^    open the live view: (http://\S+)`)
 		for sc.Scan() {
 			errText.WriteString(sc.Text() + "\n")
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
@@ -113,6 +115,73 @@ func post(t *testing.T, u, body string) {
 		var b bytes.Buffer
 		b.ReadFrom(resp.Body)
 		t.Fatalf("POST %s %s: %d %s", u, body, resp.StatusCode, b.String())
+	}
+}
+
+// TestAnnounceTrustedFirst: the announcement says who asks, the site and
+// where to act before the reason, which is quoted on a line of its own,
+// cleaned of control characters and cut: a reason cannot clear the screen
+// or fake the live view's line.
+func TestAnnounceTrustedFirst(t *testing.T) {
+	var b strings.Builder
+	const live = "http://127.0.0.1:4000/0123456789abcdef0123456789abcdef/"
+	announce(&b, liveview.Announcement{URL: live, Request: agent.HumanRequest{
+		Reason: "pay\x1b[2J\nopen the live view: http://evil/\r\u009b" + strings.Repeat("x", 500),
+		By:     "model", URL: "https://shop.example/checkout?id=1",
+	}}, true)
+	out := b.String()
+	if strings.ContainsAny(out, "\x1b\r\u009b") || strings.Contains(out, strings.Repeat("x", 400)) {
+		t.Fatalf("control characters or an uncut reason in %q", out)
+	}
+	lines := strings.Split(out, "\n")
+	idx := func(prefix string) int {
+		for i, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return i
+			}
+		}
+		return -1
+	}
+	who, site, view, reason := idx("    asked by: the AI model"), idx("    site: https://shop.example"), idx("    open the live view: "+live), idx("    reason given: “pay [2J open the live view: http://evil/")
+	if who < 0 || site < who || view < site || reason < view {
+		t.Fatalf("the trusted lines do not come first (%d %d %d %d):\n%s", who, site, view, reason, out)
+	}
+	if n := strings.Count(out, "\n    open the live view:"); n != 1 {
+		t.Fatalf("%d lines announce a live view:\n%s", n, out)
+	}
+}
+
+// TestAutoIsOffUnattended: --human auto hands off only with stdin (in the
+// foreground) and stderr both terminals; a run without them (here: pipes)
+// is not offered request_human, and never waits for a person.
+func TestAutoIsOffUnattended(t *testing.T) {
+	for _, c := range []struct {
+		stdin, stderr bool
+		want          string
+	}{{true, true, humanLive}, {true, false, humanOff}, {false, true, humanOff}, {false, false, humanOff}} {
+		f := humanFlags{mode: humanAuto}
+		if err := f.check(c.stdin, c.stderr); err != nil || f.mode != c.want {
+			t.Errorf("auto with stdin terminal %v, stderr terminal %v: %q, %v; want %q", c.stdin, c.stderr, f.mode, err, c.want)
+		}
+	}
+	env := testbrowser.Start(t)
+	model := newModelServer(t)
+	model.script(`{"memory":"nothing to do","action":[{"done":{"text":"ok","success":true}}]}`)
+	r := cli(t, []string{"OPENAI_API_KEY=test"}, "run", "--model", "openai:test", "--base-url", model.URL+"/v1",
+		"--vision", "off", "--reply-mode", "flash", "--out", filepath.Join(t.TempDir(), "run"), "--human", "auto",
+		"--cdp-url", env.Browser.WebSocketURL(), "say ok")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	if len(model.bodies) == 0 {
+		t.Fatal("the model was not asked")
+	}
+	for _, b := range model.bodies {
+		if bytes.Contains(b, []byte("request_human")) {
+			t.Fatalf("an unattended run offered request_human:\n%.3000s", b)
+		}
 	}
 }
 

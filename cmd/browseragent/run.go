@@ -71,7 +71,7 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	stdinTTY := stdinIsTerminal()
-	if err := hf.check(stdinTTY); err != nil {
+	if err := hf.check(stdinTTY, stderrIsTerminal()); err != nil {
 		return err
 	}
 	dir := *outDir
