@@ -3,6 +3,7 @@ package cdp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -593,8 +594,33 @@ var typedMethods = [][]byte{
 	[]byte(`"method":"Input.imeSetComposition"`),
 }
 
-// redactTyped replaces the params of a typed-text command with a marker.
+// argMethods pass page functions their arguments, which may be typed text
+// (a date or time field's value is set by a function): the arguments never
+// reach the debug log, the function does.
+var argMethods = [][]byte{
+	[]byte(`"method":"Runtime.callFunctionOn"`),
+}
+
+// redactTyped replaces the params of a typed-text command with a marker,
+// and the arguments of a function call.
 func redactTyped(b []byte) []byte {
+	for _, m := range argMethods {
+		if !bytes.Contains(b, m) {
+			continue
+		}
+		var msg map[string]json.RawMessage
+		var params map[string]json.RawMessage
+		if json.Unmarshal(b, &msg) != nil || json.Unmarshal(msg["params"], &params) != nil {
+			return []byte(`{"method":"Runtime.callFunctionOn","params":"<redacted>"}`)
+		}
+		if _, ok := params["arguments"]; !ok {
+			return b
+		}
+		params["arguments"] = json.RawMessage(`"<redacted>"`)
+		msg["params"], _ = json.Marshal(params)
+		out, _ := json.Marshal(msg)
+		return out
+	}
 	for _, m := range typedMethods {
 		if bytes.Contains(b, m) {
 			if i := bytes.Index(b, []byte(`"params":`)); i >= 0 {
