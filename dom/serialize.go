@@ -345,8 +345,15 @@ func isFileInput(n *Node) bool {
 	return n.Tag == "input" && strings.EqualFold(n.Attr("type"), "file")
 }
 
+// HumanTypedAttr marks a field a person typed into during a hand-off (the
+// live view sets it): its value is withheld from the model like a
+// password's, since what the person typed may be a code or a card number.
+const HumanTypedAttr = "data-ba-human-typed"
+
+// isPassword reports whether n's value is withheld: a password field, or
+// a field a person typed into (HumanTypedAttr).
 func isPassword(n *Node) bool {
-	return n.Tag == "input" && strings.EqualFold(strings.TrimSpace(n.Attr("type")), "password")
+	return n.Tag == "input" && strings.EqualFold(strings.TrimSpace(n.Attr("type")), "password") || n.HasAttr(HumanTypedAttr)
 }
 
 // isScrollable is the DOM's isScrollable, or content overflowing the client

@@ -2,6 +2,7 @@ package liveview
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"math"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/internal/keys"
+	"github.com/browseragent/browseragent/internal/pagejs"
 )
 
 // Input is the body of POST ./input: one thing the person did.
@@ -142,12 +144,16 @@ func (v *Server) prepare(ctx context.Context, in Input) (func(context.Context, *
 		if in.Key == "" || !ok {
 			return nil, fmt.Errorf("unknown key %q (want a key name such as Enter, Tab, Backspace, ArrowDown, a character, or a combination such as Control+a)", in.Key)
 		}
-		return func(ctx context.Context, s *cdp.Session) error { return keys.Dispatch(ctx, s, st) }, nil
+		return func(ctx context.Context, s *cdp.Session) error {
+			v.markTyped(ctx, s)
+			return keys.Dispatch(ctx, s, st)
+		}, nil
 	case "text":
 		if in.Text == "" {
 			return nil, fmt.Errorf("text needs a non-empty text")
 		}
 		return func(ctx context.Context, s *cdp.Session) error {
+			v.markTyped(ctx, s)
 			_, err := cdpproto.Call(ctx, s, input.InsertText, input.InsertTextParams{Text: in.Text})
 			return err
 		}, nil
@@ -155,6 +161,18 @@ func (v *Server) prepare(ctx context.Context, in Input) (func(context.Context, *
 		return nil, fmt.Errorf("missing type (want click, scroll, key or text)")
 	default:
 		return nil, fmt.Errorf("unknown input type %q (want click, scroll, key or text)", in.Type)
+	}
+}
+
+//go:embed js/mark_typed.js
+var markTypedJS string
+
+// markTyped marks the field with focus as typed into by a person, so that
+// the agent's observations withhold its value (dom.HumanTypedAttr). Best
+// effort: a field in a cross-origin frame is out of reach.
+func (v *Server) markTyped(ctx context.Context, s *cdp.Session) {
+	if err := pagejs.Evaluate(ctx, s, markTypedJS, nil); err != nil {
+		v.log.Debug("marking the typed-into field", zap.Error(err))
 	}
 }
 
