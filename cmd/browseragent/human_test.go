@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/internal/testbrowser"
 	"github.com/browseragent/browseragent/liveview"
+	"github.com/browseragent/browseragent/session"
 )
 
 // TestRunHandsOffThroughLiveView: `run --human live` prints the live
@@ -201,5 +203,74 @@ func TestHumanFlags(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("run %v: exit %d, stderr %q; want 2 and %q", c.args, r.code, r.stderr, c.want)
 		}
+	}
+}
+
+// TestMCPHandoffBindClose: mcp's hand-off before bind and after close has
+// no live view (and outside an MCP call nobody to ask: ErrNoHuman); bind
+// starts a live view of the session, which a hand-off activates (its
+// status says so) while the question to the client runs; close stops it.
+// --human off gives no handler.
+func TestMCPHandoffBindClose(t *testing.T) {
+	if (&mcpHumanFlags{mode: humanOff}).handoff() != nil {
+		t.Fatal("--human off made a hand-off handler")
+	}
+	var none *mcpHandoff
+	if err := errors.Join(none.bind(nil), none.close()); err != nil {
+		t.Fatalf("nil handler: %v", err)
+	}
+	env := testbrowser.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew})
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer stopSession(s)
+	m := (&mcpHumanFlags{mode: "elicit", liveAddr: liveview.DefaultAddr}).handoff()
+	req := agent.HumanRequest{Reason: "sign in", By: "model"}
+	if _, err := m.Handoff(ctx, req); !errors.Is(err, agent.ErrNoHuman) {
+		t.Fatalf("before bind: %v, want ErrNoHuman", err)
+	}
+	if err := m.bind(s); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	v := m.h.Server
+	m.mu.Unlock()
+	// bind's question is mcpserver.AskHuman: outside an MCP call it says
+	// at once that nobody can be asked, which ends the hand-off.
+	if _, err := m.Handoff(ctx, req); !errors.Is(err, agent.ErrNoHuman) {
+		t.Fatalf("bound, outside an MCP call: %v, want ErrNoHuman", err)
+	}
+	// The hand-off is active while the question runs: hold the question
+	// until the status says so.
+	active := make(chan error, 1)
+	m.mu.Lock()
+	m.h.Ask = func(ctx context.Context, a liveview.Announcement) (agent.HumanResponse, error) {
+		st := v.Status(ctx)
+		if !st.Active || st.Reason != "sign in" || a.URL != v.URL() {
+			active <- fmt.Errorf("during the question: status %+v, announced %s", st, a.URL)
+		} else {
+			active <- nil
+		}
+		return agent.HumanResponse{Via: "test", Note: "ok"}, nil
+	}
+	m.mu.Unlock()
+	resp, err := m.Handoff(ctx, req)
+	if err != nil || resp.Note != "ok" {
+		t.Fatalf("bound: %+v, %v", resp, err)
+	}
+	if err := <-active; err != nil {
+		t.Fatal(err)
+	}
+	if err := m.close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get(v.URL() + "status"); err == nil {
+		t.Fatal("the live view still answers after close")
+	}
+	if _, err := m.Handoff(ctx, req); !errors.Is(err, agent.ErrNoHuman) {
+		t.Fatalf("after close: %v, want ErrNoHuman", err)
 	}
 }
