@@ -15,8 +15,9 @@ import (
 // TestPopupIsFollowed: the person clicks a target=_blank link during a
 // hand-off (an OAuth or 3-D Secure popup): the live view switches the
 // session's focus to the new tab and casts it (the latest frame comes from
-// it); the person switches back through POST ./tab, and the tab strip's
-// data (Status.Tabs) lists both.
+// it); the tab strip's data (Status.Tabs) lists both; the person switches
+// tabs through POST ./tab; when the popup closes itself, the focus and the
+// picture go back to the opener.
 func TestPopupIsFollowed(t *testing.T) {
 	r := newRig(t, "/liveview-popup.html")
 	ctx, cancel := context.WithTimeout(r.ctx, 2*time.Minute)
@@ -71,12 +72,30 @@ func TestPopupIsFollowed(t *testing.T) {
 	if code, _ := post(t, ctx, base+"tab", `{"id":"nope"}`); code != http.StatusBadRequest {
 		t.Fatalf("POST ./tab of an unknown tab: %d, want 400", code)
 	}
+	// Back to the popup, which then closes itself (the bank's page is
+	// done): the session gives the focus back to the opener, and the live
+	// view shows it again.
+	mustPost(t, ctx, base+"tab", fmt.Sprintf(`{"id":%q}`, popup))
+	pps, err := r.s.PageSession(popup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pagejs.Evaluate(ctx, pps, `window.close(), true`, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the focus back on the opener", func() bool { return r.s.FocusedTab() == opener })
+	until(t, ctx, r.s, "frames from the opener again", func() bool {
+		for len(fr) > 0 {
+			<-fr
+		}
+		return r.v.Status(ctx).FrameTab == opener
+	})
 	mustPost(t, ctx, base+"done", `{}`)
 	if err := <-res; err != nil {
 		t.Fatal(err)
 	}
 	// Outside a hand-off the tab is the agent's to choose.
-	if code, _ := post(t, ctx, base+"tab", fmt.Sprintf(`{"id":%q}`, popup)); code != http.StatusConflict {
+	if code, _ := post(t, ctx, base+"tab", fmt.Sprintf(`{"id":%q}`, opener)); code != http.StatusConflict {
 		t.Fatalf("POST ./tab after the hand-off: %d, want 409", code)
 	}
 }
