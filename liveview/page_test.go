@@ -20,7 +20,8 @@ import (
 // a browser, shows the frames in its <img> and forwards a real click on
 // that image and real key presses to the session's page (the JS maps the
 // image's pixels to the viewport's CSS px); its Done button ends the
-// hand-off with the note typed in its box.
+// hand-off with the note typed in its box, after which the page closes its
+// frame stream.
 func TestLiveViewPageInABrowser(t *testing.T) {
 	r := newRig(t, "/liveview-login.html")
 	ctx, cancel := context.WithTimeout(r.ctx, 2*time.Minute)
@@ -119,6 +120,21 @@ func TestLiveViewPageInABrowser(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the page's Done button did not end the hand-off")
+	}
+	// Outside a hand-off the page closes its frame stream: the screencast
+	// stops although the page stays open.
+	deadline = time.Now().Add(45 * time.Second)
+	for {
+		r.v.mu.Lock()
+		viewers, casting := len(r.v.viewers), r.v.casting
+		r.v.mu.Unlock()
+		if viewers == 0 && !casting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after Done: %d viewers, casting %v; want the page's stream closed", viewers, casting)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
