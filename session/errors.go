@@ -30,6 +30,12 @@ var (
 	ErrElementNotFound = errors.New("session: element index not in the current page state")
 	// ErrNavigation is wrapped by a navigation the browser refused or failed.
 	ErrNavigation = errors.New("session: navigation failed")
+	// ErrNavigationPending is wrapped when a tab's document cannot be read
+	// because a navigation of the tab has not been answered yet: the
+	// browser holds every command for the page's renderer (an evaluation,
+	// a DOM read) until the new document is ready to commit, so the old
+	// document does not answer either.
+	ErrNavigationPending = errors.New("session: the tab's navigation has no answer yet")
 	// ErrPageGone is wrapped when the page an operation waited on went away
 	// under it: its renderer crashed, its target detached, or the connection
 	// to the browser was lost (the cause is wrapped too, e.g.

@@ -209,7 +209,10 @@ func (s *Session) onCloseTab(ctx context.Context, ev events.CloseTabEvent) (even
 // its Detail naming the request and its answer; the action then returns
 // [RequestError]'s error. A write still unanswered, a document that
 // answered an error and a navigation still unanswered are named in
-// Detail without changing the verdict. Third-party requests (a tracker's,
+// Detail without changing the verdict; while the focused tab's
+// navigation has no answer its document cannot be read (see
+// ErrNavigationPending): the verdict then compares URL, focus and tabs
+// only, and After.Fingerprint is empty. Third-party requests (a tracker's,
 // a cross-site poll) are listed and decide nothing. A zero
 // before.RequestMark lists no requests.
 func (s *Session) Outcome(ctx context.Context, before events.Evidence, err error) events.ActionOutcome {
@@ -222,8 +225,15 @@ func (s *Session) Evidence(ctx context.Context) events.Evidence { return s.evide
 
 func (s *Session) outcome(ctx context.Context, before events.Evidence, err error) events.ActionOutcome {
 	after := s.evidence(ctx)
+	// unread: the tab's document could not be read, its navigation having
+	// no answer yet (ErrNavigationPending); the document shown is still
+	// the one before, so its unread fingerprint decides nothing.
+	unread := func() bool {
+		return after.Fingerprint == "" && after.FocusedTarget == before.FocusedTarget &&
+			s.pendingNavigation(target.ID(after.FocusedTarget)) != nil
+	}
 	same := func() bool {
-		return after.URL == before.URL && after.Fingerprint == before.Fingerprint && after.TabCount == before.TabCount
+		return after.URL == before.URL && (after.Fingerprint == before.Fingerprint || unread()) && after.TabCount == before.TabCount
 	}
 	if err == nil && same() {
 		// A form submit or a script may start its navigation just after the
@@ -272,7 +282,7 @@ func (s *Session) outcome(ctx context.Context, before events.Evidence, err error
 		o.Detail = fmt.Sprintf("%d new tab(s) opened", after.TabCount-before.TabCount)
 	case after.FocusedTarget != before.FocusedTarget || after.URL != before.URL:
 		o.Verdict = events.VerdictNavigated
-	case after.Fingerprint != before.Fingerprint:
+	case after.Fingerprint != before.Fingerprint && !unread():
 		o.Verdict = events.VerdictChanged
 	default:
 		o.Verdict = events.VerdictNoChange

@@ -248,6 +248,26 @@ func (l *netLog) forget() {
 	l.touchLocked()
 }
 
+// navigationPending reports whether the latest navigation recorded in tab
+// page has not been answered yet (no response, no failure).
+func (l *netLog) navigationPending(page target.ID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.entries) - 1; i >= 0; i-- {
+		if ent := l.entries[i]; ent.page == page && ent.req.Navigation {
+			return !ent.done
+		}
+	}
+	return false
+}
+
+// changes returns the channel closed at the next record.
+func (l *netLog) changes() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changed
+}
+
 // caughtUp waits, at most bound, until the events already delivered to
 // the subscription are handled, so that a look right after a CDP round
 // trip sees the requests announced before its reply.

@@ -39,7 +39,9 @@ func (s *Session) EnsureResponsive(ctx context.Context, tabID string) (bool, err
 	if err != nil {
 		return false, err
 	}
-	if err := s.probe(ctx, cs); err == nil || ctx.Err() != nil || pageGone(err) {
+	if err := s.probe(ctx, cs); err == nil || ctx.Err() != nil || pageGone(err) || errors.Is(err, ErrNavigationPending) {
+		// A pending navigation is not the page's script: interrupting
+		// would stop an innocent page.
 		return false, err
 	}
 	id := string(cs.TargetID())
@@ -210,18 +212,68 @@ func (s *Session) TakeInterrupts(tabID string) []string {
 	return r
 }
 
-// probe evaluates a constant in the page within the script budget.
+// probe evaluates a constant in the page within the script budget (see
+// unlessNavigating).
 func (s *Session) probe(ctx context.Context, cs *cdp.Session) error {
 	pctx, cancel := context.WithTimeout(ctx, s.profile.ScriptBudget)
 	defer cancel()
-	return pagejs.Evaluate(pctx, cs, "0", nil)
+	return s.unlessNavigating(pctx, cs.TargetID(), func(ctx context.Context) error {
+		return pagejs.Evaluate(ctx, cs, "0", nil)
+	})
+}
+
+// unlessNavigating runs read, a command for tab id's renderer, and gives
+// it up with an error wrapping ErrNavigationPending as soon as the tab has
+// a navigation without an answer (before read starts, or while it waits):
+// the browser would hold read until the navigation answers, if ever.
+func (s *Session) unlessNavigating(ctx context.Context, id target.ID, read func(context.Context) error) error {
+	if err := s.pendingNavigation(id); err != nil {
+		return err
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			// The channel is taken before the look: a navigation
+			// recorded in between closes it.
+			ch := s.net.changes()
+			if err := s.pendingNavigation(id); err != nil {
+				cancel(err)
+				return
+			}
+			select {
+			case <-ch:
+			case <-done:
+				return
+			}
+		}
+	}()
+	err := read(rctx)
+	close(done)
+	<-stopped
+	if cause := context.Cause(rctx); errors.Is(cause, ErrNavigationPending) {
+		return cause
+	}
+	return err
 }
 
 // fingerprintResponsive reads a tab's fingerprint within the script budget,
 // interrupting a page that keeps its main thread busy.
+// A tab whose navigation has no answer yet is not read (see
+// ErrNavigationPending).
 func (s *Session) fingerprintResponsive(ctx context.Context, tabID string) (events.PageFingerprint, error) {
+	var fp events.PageFingerprint
+	cs, err := s.PageSession(tabID)
+	if err != nil {
+		return fp, err
+	}
 	fctx, cancel := context.WithTimeout(ctx, s.profile.ScriptBudget)
-	fp, err := s.Fingerprint(fctx, tabID)
+	err = s.unlessNavigating(fctx, cs.TargetID(), func(ctx context.Context) (err error) {
+		fp, err = s.Fingerprint(ctx, tabID)
+		return err
+	})
 	cancel()
 	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 		return fp, err
@@ -230,6 +282,19 @@ func (s *Session) fingerprintResponsive(ctx context.Context, tabID string) (even
 		return fp, err
 	}
 	return s.Fingerprint(ctx, tabID)
+}
+
+// pendingNavigation returns an error wrapping ErrNavigationPending when
+// the latest navigation of tab id has no answer yet. While it has none,
+// Chromium holds the commands meant for the tab's renderer
+// (Runtime.evaluate, DOM.*) until the new document is ready to commit,
+// while the browser's own (Page.getNavigationHistory, Target.*) answer:
+// measured on Chromium 156 with a server that never answers.
+func (s *Session) pendingNavigation(id target.ID) error {
+	if !s.net.navigationPending(id) {
+		return nil
+	}
+	return fmt.Errorf("%w: tab %s", ErrNavigationPending, shortID(string(id)))
 }
 
 func shortID(id string) string {

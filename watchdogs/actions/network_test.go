@@ -71,6 +71,15 @@ func formSite(t testing.TB) *httptest.Server {
 		case <-r.Context().Done():
 		}
 	})
+	// A link to a page that never answers: the server accepts the
+	// connection and holds it until the test ends.
+	mux.HandleFunc("/linknever", page(`<!doctype html><html><body><a id="go" href="/never">Never</a></body></html>`))
+	mux.HandleFunc("/never", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
 	mux.HandleFunc("/missing", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(http.StatusNotFound)
@@ -386,5 +395,28 @@ func TestZeroMarkListsNoRequests(t *testing.T) {
 	o := at.s.Outcome(at.ctx, events.Evidence{}, nil)
 	if len(o.Requests) != 0 || o.Verdict == events.VerdictFailed {
 		t.Fatalf("outcome %s %q, requests %+v: want none listed", o.Verdict, o.Detail, o.Requests)
+	}
+}
+
+// TestClickLinkToNeverAnsweringPage: a click on a link whose server never
+// answers ends with a verdict naming the navigation still unanswered, not
+// with the click's bus timeout. The old document stays (the new one never
+// committed): no_change.
+func TestClickLinkToNeverAnsweringPage(t *testing.T) {
+	srv := formSite(t)
+	at := startSite(t, session.Profile{}, srv.URL+"/linknever")
+	start := time.Now()
+	res, err := at.clickSel("#go")
+	t.Logf("click returned after %v", time.Since(start))
+	if err != nil {
+		t.Fatalf("click: %v (outcome %s %q)", err, res.Outcome.Verdict, res.Outcome.Detail)
+	}
+	o := res.Outcome
+	want := "GET " + srv.URL + "/never has no answer yet"
+	if o.Verdict != events.VerdictNoChange || !strings.Contains(o.Detail, want) {
+		t.Fatalf("outcome = %s %q, want no_change naming %q", o.Verdict, o.Detail, want)
+	}
+	if r, ok := find(o.Requests, "GET", "/never"); !ok || !r.Pending || !r.Navigation {
+		t.Fatalf("requests = %+v, want the navigation pending", o.Requests)
 	}
 }
