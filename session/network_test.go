@@ -74,3 +74,54 @@ func TestForeignTabRequestsAreNotRecorded(t *testing.T) {
 		t.Fatalf("request mark moved %d → %d: the user's tab's requests were recorded", before, after)
 	}
 }
+
+// TestPendingNavigationIsNotAnUnresponsivePage: while a link's navigation
+// has no answer (its server never answers), Chromium holds every command
+// for the page's renderer; EnsureResponsive says so with
+// ErrNavigationPending instead of waiting out its probes and interrupting
+// the page's script, which is not at fault.
+func TestPendingNavigationIsNotAnUnresponsivePage(t *testing.T) {
+	release, asked := make(chan struct{}), make(chan struct{}, 1)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/page", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><html><body><a id="go" href="/never">Never</a></body></html>`)
+	})
+	mux.HandleFunc("/never", func(_ http.ResponseWriter, r *http.Request) {
+		asked <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		close(release)
+		srv.Close()
+	})
+
+	s, _ := start(t, session.Profile{})
+	navigate(t, s, srv.URL+"/page", false)
+	cs, err := s.PageSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testbrowser.Eval(cs, `setTimeout(() => document.getElementById('go').click(), 0)`, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-asked:
+	case <-ctxT(t).Done():
+		t.Fatal("the link's request never reached the server")
+	}
+	interrupted, err := s.EnsureResponsive(ctxT(t), "")
+	if !errors.Is(err, session.ErrNavigationPending) || interrupted {
+		t.Fatalf("EnsureResponsive = %v, %v; want ErrNavigationPending, not interrupted", interrupted, err)
+	}
+	if got := s.TakeInterrupts(""); len(got) != 0 {
+		t.Fatalf("interrupts %q: the page's script was stopped", got)
+	}
+	if ev := s.Evidence(ctxT(t)); ev.Fingerprint != "" || ev.URL != srv.URL+"/page" {
+		t.Fatalf("evidence %+v, want the old URL and no fingerprint read", ev)
+	}
+}
