@@ -452,7 +452,7 @@ func (a *Agent) policyHandoff(sctx context.Context, st *events.BrowserState, han
 		return withFailed(fmt.Sprintf("After the hand-off, %s still (policy %s); the person will not be asked again for this page: go on another way, call request_human if you really need them, or finish with done.", reason, name)), key, false
 	case had && a.set.Human == nil:
 		// Recorded once; the model is reminded on every step.
-		return withFailed(fmt.Sprintf("Hand-off policy %s: %s, but no person is available to hand the browser to (no handler is configured): go on another way or finish with done and say why.", name, reason)), key, false
+		return withFailed(fmt.Sprintf("Hand-off policy %s: %s, but no person is available to hand the browser to in this run: go on another way or finish with done and say why.", name, reason)), key, false
 	case had:
 		return withFailed(fmt.Sprintf("Hand-off policy %s: %s; a person was already asked on this page (step %d) and did not finish, so they are not asked again: go on another way, call request_human if you really need them, or finish with done.", name, reason, prev.step)), key, false
 	case noPerson:
@@ -466,7 +466,7 @@ func (a *Agent) policyHandoff(sctx context.Context, st *events.BrowserState, han
 	a.asked[key] = askedState{step: a.curStep, ok: h != nil && err == nil && !h.Declined}
 	switch {
 	case h == nil && errors.Is(err, ErrNoHuman):
-		return withFailed(fmt.Sprintf("Hand-off policy %s: %s, but no person is available to hand the browser to (no handler is configured): go on another way or finish with done and say why.", name, reason)), key, false
+		return withFailed(fmt.Sprintf("Hand-off policy %s: %s, but no person is available to hand the browser to in this run: go on another way or finish with done and say why.", name, reason)), key, false
 	case h == nil:
 		return failed, key, true // the run was stopped before the hand-off began
 	case errors.Is(err, ErrNoHuman):
