@@ -385,13 +385,7 @@ func (s *Session) recordNetwork(stop <-chan struct{}, conn *cdp.Conn) {
 	l := s.net
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	cancelOnStop(ctx, cancel, stop)
 	var mine *cdp.Subscription // the last one this goroutine opened
 	open := func() *cdp.Subscription {
 		sub := conn.SubscribeEvents(networkEvents...)

@@ -580,13 +580,7 @@ func (s *Session) onAttach(ctx context.Context, cs *cdp.Session) error {
 func (s *Session) finishAttach(ctx context.Context, stop <-chan struct{}, at AttachedTarget, replies []*cdp.Reply) {
 	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-wait.Done():
-		}
-	}()
+	cancelOnStop(wait, cancel, stop)
 	for _, r := range replies {
 		if err := r.Wait(wait, nil); err != nil {
 			s.log.Debug("target setup", zap.String("target", string(at.Session.TargetID())), zap.Error(err))
@@ -686,6 +680,18 @@ func (s *Session) waitTabReady(ctx context.Context, id target.ID) error {
 	}
 }
 
+// cancelOnStop cancels ctx through cancel when stop closes. Its goroutine
+// ends with ctx, so the caller's deferred cancel reaps it.
+func cancelOnStop(ctx context.Context, cancel context.CancelFunc, stop <-chan struct{}) {
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+}
+
 // track keeps the tab model current from target events until Stop (or
 // until the connection ends: the crash watchdog reports that, Reconnect
 // starts a new tracker). If it falls behind, it resynchronises the tab
@@ -694,13 +700,7 @@ func (s *Session) track(stop <-chan struct{}, sub *cdp.Subscription, conn *cdp.C
 	defer s.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	cancelOnStop(ctx, cancel, stop)
 	err := follow.Run(ctx, sub, func() *cdp.Subscription { return conn.SubscribeEvents(trackedEvents...) },
 		s.handleTargetEvent, follow.Options{Name: "session target tracker", Logger: s.log, Resync: s.resyncTabs})
 	if err != nil && conn.Err() != nil {
@@ -897,13 +897,7 @@ func (s *Session) replaceLastTab(stop <-chan struct{}) {
 	defer s.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	cancelOnStop(ctx, cancel, stop)
 	id, err := s.openTab(ctx)
 	s.mu.Lock()
 	s.reopening = false
