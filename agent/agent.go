@@ -139,6 +139,10 @@ type Agent struct {
 	asked       map[string]askedState
 	inInitial   bool
 	writes      writeCheck // the done check (writecheck.go)
+	// sources answer steps before the model (replay, action cache); halt
+	// is a source's reason to end the Run after the current step.
+	sources []stepSource
+	halt    error
 }
 
 // New returns an agent for task, driving model over b (a *session.Session,
@@ -371,6 +375,12 @@ func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
 			}
 			return res, nil
 		}
+		if err := a.halt; err != nil {
+			a.halt = nil
+			res.Err = err
+			res.Errors = append(res.Errors, "the run ended: "+err.Error())
+			return res, err
+		}
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
@@ -596,6 +606,39 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 	}
 	a.loop.recordPage(st.URL, st.Fingerprint, st.DOMText)
 
+	// A replay or the action cache may answer before the model.
+	var (
+		srcOut    *AgentOutput
+		srcNudges []string
+	)
+	for _, s := range a.sources {
+		o, src, ns, ok, halt := s.next(sctx, &st, &item)
+		srcNudges = append(srcNudges, ns...)
+		if src != "" {
+			item.Source = src
+		}
+		if halt != nil {
+			a.halt = halt
+			item.Error = a.secrets.scrub(halt.Error())
+			a.afterShot(ctx, &item, true)
+			a.finish(ctx, &item)
+			return item, nil
+		}
+		if ok {
+			srcOut = o
+			break
+		}
+	}
+	if srcOut != nil {
+		item.Output = srcOut
+		a.loop.record(srcOut.Action)
+		actStart := time.Now()
+		a.multiAct(sctx, &st, srcOut.Action, &item, n)
+		item.ActionsTime = time.Since(actStart)
+		a.checkDone(&item, forceDone)
+		return a.endStep(ctx, sctx, &st, &item, srcOut, nil, srcOut.Action, lastStep, forceDone)
+	}
+
 	offered := a.offered(st.URL, forceDone)
 	var nudges []string
 	switch {
@@ -615,6 +658,7 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 	if handoffNote != "" {
 		nudges = append(nudges, handoffNote) // item.Notes has it already
 	}
+	nudges = append(nudges, srcNudges...)
 	a.compactHistory(sctx, &item)
 	prompt := a.stepPrompt(&st, n, i, offered, nudges)
 	a.readState = nil
@@ -643,24 +687,37 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 	if out != nil {
 		calls = out.Action
 	}
+	return a.endStep(ctx, sctx, &st, &item, out, fin, calls, lastStep, forceDone)
+}
+
+// endStep finishes a step whose actions ran (or that chose none): the
+// sources hear what happened, the after screenshot, the timeout, the
+// record. It returns the step's item and the done result when the run is
+// finished.
+func (a *Agent) endStep(ctx, sctx context.Context, st *events.BrowserState, item *HistoryItem, out *AgentOutput, fin *ActionResult, calls []ActionCall, lastStep, forceDone bool) (HistoryItem, *ActionResult) {
+	for _, s := range a.sources {
+		if h := s.stepped(sctx, st, out, item); h != nil && a.halt == nil {
+			a.halt = h
+		}
+	}
 	if len(a.plan) > 0 && a.set.planning() {
 		item.Plan = append([]PlanItem(nil), a.plan...)
 	}
 	// The run's last step: no later observation shows what its actions
 	// did. After checkDone: a held-back done does not end the run.
-	a.afterShot(ctx, &item, lastStep || forceDone || ctx.Err() != nil || fin != nil || doneAccepted(item.Actions) || a.meter.stop() != nil)
-	a.finishTimeout(ctx, sctx, &item, calls)
-	a.finish(ctx, &item)
+	a.afterShot(ctx, item, lastStep || forceDone || ctx.Err() != nil || fin != nil || doneAccepted(item.Actions) || a.meter.stop() != nil || a.halt != nil)
+	a.finishTimeout(ctx, sctx, item, calls)
+	a.finish(ctx, item)
 	if fin != nil {
-		return item, fin
+		return *item, fin
 	}
 	for _, r := range item.Actions {
 		if r.Result.Done && r.Error == "" {
 			res := r.Result
-			return item, &res
+			return *item, &res
 		}
 	}
-	return item, nil
+	return *item, nil
 }
 
 // finishTimeout turns a step timeout into the step's error, naming the

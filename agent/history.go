@@ -10,6 +10,7 @@ import (
 
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/pricing"
+	"github.com/browseragent/browseragent/agent/match"
 	"github.com/browseragent/browseragent/events"
 )
 
@@ -36,6 +37,13 @@ type ActionRecord struct {
 	// pixels: the element's box and the point clicked. Nil for actions
 	// that target no element or point.
 	Mark *ActionMark `json:"mark,omitempty"`
+	// Element identifies the element the action targeted as the step
+	// observed it (for replay and the action cache); nil for actions that
+	// target no element.
+	Element *match.Element `json:"element,omitempty"`
+	// Match says how a replayed or cached action's element was found on
+	// the page; nil when the model chose the index.
+	Match *match.Result `json:"match,omitempty"`
 }
 
 // ActionMark is where an action landed, in viewport CSS pixels of the
@@ -117,6 +125,9 @@ type StateRecord struct {
 // HistoryItem is one step of a run.
 type HistoryItem struct {
 	Step int `json:"step"`
+	// Source says where the step's actions came from: the model (""),
+	// a replayed recording, a heal of a replayed step, or the action cache.
+	Source StepSource `json:"source,omitempty"`
 	// Output is the model's parsed reply (nil for step 0 and failed calls).
 	Output  *AgentOutput   `json:"model_output,omitempty"`
 	Actions []ActionRecord `json:"actions,omitempty"`

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/browseragent/browseragent/agent/match"
 	"github.com/browseragent/browseragent/bus"
 
 	"github.com/browseragent/browseragent/events"
@@ -111,6 +112,7 @@ func (a *Agent) multiAct(ctx context.Context, st *events.BrowserState, calls []A
 // the model reads it).
 func (a *Agent) act(ctx context.Context, spec ActionSpec, c ActionCall, st *events.BrowserState, step int) (ActionRecord, error) {
 	rec := ActionRecord{Name: c.Name, Params: c.Params, Risk: spec.Risk}
+	rec.Element = a.recordElement(spec, c, st)
 	url := ""
 	if st != nil {
 		url = st.URL
@@ -280,4 +282,22 @@ func TabRef(id string) string {
 		return id
 	}
 	return id[len(id)-4:]
+}
+
+// recordElement describes the element an element action targets, as the
+// step observed it, for replay and the action cache; nil for other actions.
+func (a *Agent) recordElement(spec ActionSpec, c ActionCall, st *events.BrowserState) *match.Element {
+	idx := paramIndex(c.Params)
+	if !spec.TargetsIndex || idx <= 0 || st == nil {
+		return nil
+	}
+	e, ok := match.Record(idx, st.Elements)
+	if !ok {
+		return nil
+	}
+	e.Name = a.secrets.scrub(e.Name)
+	for k, v := range e.Attrs {
+		e.Attrs[k] = a.secrets.scrub(v)
+	}
+	return &e
 }
