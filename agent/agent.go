@@ -75,6 +75,9 @@ type Result struct {
 	// by Settings.Prices (Cost.Unpriced names the models whose price is
 	// unknown: the cost is then partial).
 	Cost pricing.Cost
+	// Cache counts the action cache's hits and misses when Settings.Cache
+	// is set; nil otherwise.
+	Cache *CacheStats `json:",omitempty"`
 	// Judgement is the judge's verdict when Settings.Judge is set.
 	Judgement *Judgement
 	// JudgeError is the judge's failure, if any.

@@ -35,3 +35,16 @@ type stepSource interface {
 	// nothing). A non-nil halt ends the run after this step.
 	stepped(ctx context.Context, st *events.BrowserState, out *AgentOutput, item *HistoryItem) (halt error)
 }
+
+// CacheStats count what the action cache did in a Run (Settings.Cache).
+type CacheStats struct {
+	// Hits are steps whose actions came from the cache: each saved a
+	// model call. Misses are steps that asked the cache and then the model.
+	Hits   int `json:"hits"`
+	Misses int `json:"misses"`
+	// Invalidated counts entries found but not used because they came from
+	// another model or prompt version (each also counts as a miss); Stored
+	// counts entries written.
+	Invalidated int `json:"invalidated,omitempty"`
+	Stored      int `json:"stored,omitempty"`
+}
