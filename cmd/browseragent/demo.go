@@ -12,57 +12,8 @@ import (
 
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm/scripted"
+	"github.com/browseragent/browseragent/internal/demosite"
 )
-
-// demoScript applies for the Go job on the bundled careers site. Elements
-// are named by what a person sees (link text, placeholders, field names),
-// never by index: the scripted model finds them in the same page text a
-// real model reads.
-func demoScript(cvPath string) []scripted.Step {
-	return []scripted.Step{
-		{
-			Evaluation: "Start: the careers page lists open positions.",
-			Memory:     "Task: apply for the Senior Go Engineer job.",
-			NextGoal:   "Open the Senior Go Engineer posting.",
-			Actions:    []scripted.Action{{Name: "click", Label: "Senior Go Engineer", Tag: "a"}},
-		},
-		{
-			WaitFor:    "Apply for this job",
-			Evaluation: "Success: the job posting is open.",
-			NextGoal:   "Open the application form.",
-			Actions:    []scripted.Action{{Name: "click", Label: "Apply for this job", Tag: "a"}},
-		},
-		{
-			WaitFor:    "Submit application",
-			Evaluation: "Success: the application form is shown.",
-			Memory:     "Form fields: name, email, experience, CV, consent.",
-			NextGoal:   "Fill in every field and attach the CV.",
-			Actions: []scripted.Action{
-				{Name: "input", Label: "Full name", Params: map[string]any{"text": "Ada Lovelace", "clear": true}},
-				{Name: "input", Label: "you@example.com", Params: map[string]any{"text": "ada@example.com", "clear": true}},
-				{Name: "select_dropdown", Label: "experience", Tag: "select", Params: map[string]any{"text": "5 to 10 years"}},
-				{Name: "upload_file", Label: "cv", Tag: "input", Params: map[string]any{"path": cvPath}},
-				{Name: "click", Label: "consent", Tag: "input"},
-			},
-		},
-		{
-			Evaluation: "Success: the fields are filled and the CV is attached.",
-			NextGoal:   "Submit the application.",
-			Actions:    []scripted.Action{{Name: "click", Label: "Submit application", Tag: "button"}},
-		},
-		{
-			WaitFor:    "Application received",
-			Evaluation: "Success: the site confirmed the application.",
-			NextGoal:   "Report the result.",
-			Actions: []scripted.Action{{Name: "done", Params: map[string]any{
-				"success": true,
-				"text":    "Applied for Senior Go Engineer as Ada Lovelace; the site answered \"Application received\".",
-			}}},
-		},
-	}
-}
-
-const demoTask = "Apply for the Senior Go Engineer position on the careers site: name Ada Lovelace, email ada@example.com, 5 to 10 years of Go experience, attach the CV file, agree to data processing, submit, and confirm that the application was received."
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -83,7 +34,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if fs.NArg() != 0 {
 		return usagef("demo takes no arguments")
 	}
-	site, err := startDemoSite()
+	site, err := demosite.Start(demosite.Original)
 	if err != nil {
 		return err
 	}
@@ -95,19 +46,19 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return err
 	}
-	cv, err := filepath.Abs(filepath.Join(*outDir, "cv-ada-lovelace.txt"))
+	cv, err := filepath.Abs(filepath.Join(*outDir, demosite.CVName))
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(cv, []byte("Ada Lovelace\nAnalyst, programmer, Go enthusiast.\n"), 0o644); err != nil {
+	if err := os.WriteFile(cv, []byte(demosite.CVText), 0o644); err != nil {
 		return err
 	}
 	// The site runs on 127.0.0.1: the agent may go nowhere else.
 	bf.allowed = "127.0.0.1"
-	model := scripted.New(demoScript(cv), scripted.WithName("scripted-demo"))
+	model := scripted.New(demosite.Script(cv), scripted.WithName("scripted-demo"))
 	fmt.Fprintf(stderr, "demo site: %s\n", site.URL())
 	out, err := runAgent(ctx, runConfig{
-		task:     demoTask + " The site is at " + site.URL() + "/",
+		task:     demosite.Task + " The site is at " + site.URL() + "/",
 		model:    model,
 		browser:  bf,
 		outDir:   *outDir,
