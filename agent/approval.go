@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/browseragent/browseragent/agent/match"
 )
 
 // ApprovalRequest describes an action about to run.
@@ -18,6 +20,12 @@ type ApprovalRequest struct {
 	URL string
 	// Step is the step number.
 	Step int
+	// Match is set when a replay chose the action's element by its
+	// position among look-alikes (match.Result.Ambiguous): the candidates
+	// and their scores, for the person or rule deciding; Note says so in
+	// words. A denial fails the replayed step as ambiguous.
+	Match *match.Result
+	Note  string
 }
 
 // Decision is an Approver's answer.

@@ -1,10 +1,504 @@
 package agent
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/agent/match"
+	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/events"
+)
+
+// errReplayComplete ends the Run after the last recorded step when the
+// recording had no done; Replay does not report it.
+var errReplayComplete = errors.New("agent: replay complete")
+
+// replayPoll is the pause between two observations while a step's
+// precondition is awaited.
+const replayPoll = 100 * time.Millisecond
+
+// replayWaitBetweenActions replaces Settings.WaitBetweenActions in a
+// replay: the recorded batches are known to fit one observation, and the
+// fence still compares fingerprints before each element action.
+const replayWaitBetweenActions = time.Millisecond
 
 func replay(ctx context.Context, b Browser, h *History, opt ReplayOptions) (*ReplayResult, error) {
-	if _, _, err := compile(h, opt); err != nil {
+	steps, _, err := compile(h, opt)
+	if err != nil {
 		return nil, err
 	}
-	return nil, ErrReplayNeedsModel // the engine lands in the next commit
+	if opt.MaxHealCalls <= 0 {
+		opt.MaxHealCalls = DefaultMaxHealCalls
+	}
+	if opt.SettleTimeout <= 0 {
+		opt.SettleTimeout = DefaultSettleTimeout
+	}
+	set := opt.Settings
+	set.MaxSteps = len(steps)*(opt.MaxHealCalls+2) + 2
+	set.WaitBetweenActions = replayWaitBetweenActions
+	if set.Vision != VisionOn {
+		set.Vision = VisionOff
+	}
+	no := false
+	set.DirectlyOpenURL = &no
+	set.InitialActions = nil
+	counted := &countingModel{inner: opt.Model}
+	var model llm.Model = counted
+	if opt.Model == nil {
+		model = noModel{}
+	}
+	if set.ExtractModel == nil && opt.Model != nil {
+		set.ExtractModel = counted
+	}
+	a, err := newAgent(h.Task, model, b, set)
+	if err != nil {
+		return nil, err
+	}
+	rp := newReplayer(a, steps, opt)
+	a.sources = append([]stepSource{rp}, a.sources...)
+	res, runErr := a.Run(ctx)
+	out := &ReplayResult{Result: res, History: a.History(), ModelCalls: int(counted.n.Load())}
+	if errors.Is(runErr, errReplayComplete) {
+		runErr = nil
+		if res != nil {
+			res.Err = nil
+			var keep []string
+			for _, e := range res.Errors {
+				if !strings.Contains(e, errReplayComplete.Error()) {
+					keep = append(keep, e)
+				}
+			}
+			res.Errors = keep
+		}
+	}
+	out.Actions, out.Healed = rp.report()
+	if runErr == nil && rp.cur < len(rp.steps) && !(res != nil && res.Done && res.Success) {
+		// The run ended (a heal's done, the step budget, failures) before
+		// the recording was replayed through.
+		s := rp.steps[rp.cur]
+		why := "the run ended before this step"
+		if res != nil && len(res.Errors) > 0 {
+			why += ": " + res.Errors[len(res.Errors)-1]
+		}
+		runErr = &ReplayError{Step: s.step, Action: -1, Err: fmt.Errorf("%w: %s", ErrReplay, why)}
+	}
+	return out, runErr
+}
+
+// countingModel counts the calls made to the model (heals, extracts).
+type countingModel struct {
+	inner llm.Model
+	n     atomic.Int64
+}
+
+func (m *countingModel) Generate(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	m.n.Add(1)
+	return m.inner.Generate(ctx, req)
+}
+
+func (m *countingModel) Name() string { return m.inner.Name() }
+
+// CloseIdleConnections forwards to the wrapped model.
+func (m *countingModel) CloseIdleConnections() { llm.CloseIdleConnections(m.inner) }
+
+// noModel stands in for the model of a replay without one: the replayer
+// never lets a step reach it.
+type noModel struct{}
+
+func (noModel) Generate(context.Context, llm.Request) (*llm.Response, error) {
+	return nil, ErrReplayNeedsModel
+}
+
+func (noModel) Name() string { return "none (replay)" }
+
+// failKind is why a recorded step needs mending.
+type failKind int
+
+const (
+	failNone    failKind = iota
+	failFind             // precondition, element not found or ambiguous
+	failOutcome          // the action ran with another verdict
+)
+
+// replayer is the replay's step source. It is used by the Run goroutine
+// only.
+type replayer struct {
+	a     *Agent
+	opt   ReplayOptions
+	steps []recStep
+	cur   int // the recorded step being replayed
+	from  int // its first action not yet run (a fence cut the batch)
+
+	// The batch handed to the Run: positions in steps[cur] and matches.
+	pending []int
+	matches []*match.Result
+	// fail is the failure awaiting a heal, kind its kind; healing marks
+	// that the step being run is the model's heal.
+	fail    *ReplayError
+	kind    failKind
+	healing bool
+	heals   map[int]int // model calls per recorded step (index in steps)
+	healed  map[int]bool
+	ran     map[[2]int]bool // (step index, action position) accounted for
+
+	acts [][]ReplayedAction // per recorded step, per action
+}
+
+func newReplayer(a *Agent, steps []recStep, opt ReplayOptions) *replayer {
+	r := &replayer{a: a, opt: opt, steps: steps, heals: map[int]int{}, healed: map[int]bool{}, ran: map[[2]int]bool{}}
+	r.acts = make([][]ReplayedAction, len(steps))
+	for i, s := range steps {
+		for _, ra := range s.actions {
+			x := ReplayedAction{Step: s.step, Action: ra.pos, Name: ra.rec.Name, Expected: ra.rec.Verdict}
+			if ra.skip != "" {
+				x.Skipped, x.Why = true, ra.skip
+			}
+			r.acts[i] = append(r.acts[i], x)
+		}
+	}
+	return r
+}
+
+// report returns the per-action account and how many steps a heal mended.
+func (r *replayer) report() ([]ReplayedAction, int) {
+	var out []ReplayedAction
+	for i, as := range r.acts {
+		for _, x := range as {
+			if !x.Skipped && !r.ran[[2]int{i, x.Action}] {
+				x.Skipped, x.Why = true, "not reached: the replay ended before it"
+			}
+			out = append(out, x)
+		}
+	}
+	return out, len(r.healed)
+}
+
+func (r *replayer) next(ctx context.Context, st *events.BrowserState, item *HistoryItem) (*AgentOutput, StepSource, []string, bool, error) {
+	r.pending, r.matches = nil, nil
+	if r.cur >= len(r.steps) {
+		return nil, "", nil, false, errReplayComplete
+	}
+	if r.fail != nil && !r.healing {
+		// A failure left by the last step's outcome: heal it now.
+		return r.heal(st)
+	}
+	// Candidates for this step, in order of preference: after a heal for
+	// an outcome, the next step first (the heal did the action); otherwise
+	// the step itself first.
+	type target struct{ idx, from int }
+	targets := []target{{r.cur, r.from}}
+	if r.healing && r.cur+1 < len(r.steps) && !r.steps[r.cur+1].free {
+		nxt := target{r.cur + 1, 0}
+		if r.kind == failOutcome {
+			targets = []target{nxt, targets[0]}
+		} else {
+			targets = append(targets, nxt)
+		}
+	}
+	var (
+		calls []ActionCall
+		ms    []*match.Result
+		pos   []int
+		fail  *ReplayError
+		got   = -1
+	)
+	err := r.settle(ctx, st, item, func() bool {
+		fail = nil
+		for _, t := range targets {
+			c, m, p, f := r.check(st, t.idx, t.from)
+			if f == nil {
+				calls, ms, pos, got = c, m, p, t.idx
+				return true
+			}
+			if fail == nil {
+				fail = f
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return nil, "", nil, false, err
+	}
+	wasHealing := r.healing
+	r.healing = false
+	if got < 0 {
+		if errors.Is(fail.Err, ErrReplayNeedsModel) {
+			return nil, "", nil, false, fail
+		}
+		r.fail, r.kind = fail, failFind
+		return r.heal(st)
+	}
+	if got != r.cur {
+		// The heal did the recorded step: its remaining actions are
+		// accounted to the heal's step.
+		for _, ra := range r.steps[r.cur].actions[r.from:] {
+			x := &r.acts[r.cur][ra.pos]
+			if !x.Skipped {
+				x.Skipped, x.Healed, x.Why = true, true, "done by the model's heal"
+				x.RunStep = item.Step - 1
+				r.ran[[2]int{r.cur, ra.pos}] = true
+			}
+		}
+		r.healed[r.cur] = true
+		r.cur, r.from = got, 0
+	} else if wasHealing {
+		r.healed[r.cur] = true
+	}
+	r.fail, r.kind = nil, failNone
+	// A choice by position among look-alikes is the approval policy's.
+	for i, m := range ms {
+		if m == nil || !m.Ambiguous {
+			continue
+		}
+		ra := r.steps[r.cur].actions[pos[i]]
+		spec, _ := r.a.spec(ra.rec.Name)
+		note := fmt.Sprintf("replay: %d elements look like the recorded %s; element %d is chosen by its position (%d of %d) — allow it?", ra.rec.Element.Similar, describeElement(ra.rec.Element), m.Index, ra.rec.Element.Ordinal, ra.rec.Element.Similar)
+		dec, aerr := r.a.set.Approver.Approve(ctx, ApprovalRequest{Action: ra.rec.Name, Params: calls[i].Params, Risk: spec.Risk, URL: r.a.secrets.scrub(st.URL), Step: item.Step, Match: m, Note: note})
+		if aerr != nil || !dec.Allow {
+			why := dec.Reason
+			if aerr != nil {
+				why = aerr.Error()
+			}
+			r.fail = r.errAt(r.cur, pos[i], st, fmt.Errorf("%w: the approval policy refused the choice by position (%s)", ErrReplayAmbiguous, why))
+			r.fail.Candidates = m.Candidates
+			r.kind = failFind
+			return r.heal(st)
+		}
+	}
+	r.pending, r.matches = pos, ms
+	s := r.steps[r.cur]
+	out := &AgentOutput{NextGoal: s.goal, EvaluationPreviousGoal: s.eval, Action: calls}
+	if s.goal == "" {
+		out.NextGoal = fmt.Sprintf("replay recorded step %d", s.step)
+	}
+	return out, SourceReplay, nil, true, nil
+}
+
+// heal hands the failed step to the model, or ends the replay when there
+// is none (or its calls are used up).
+func (r *replayer) heal(st *events.BrowserState) (*AgentOutput, StepSource, []string, bool, error) {
+	f := r.fail
+	if r.opt.Model == nil {
+		return nil, "", nil, false, f
+	}
+	if r.heals[r.cur] >= r.opt.MaxHealCalls {
+		e := *f
+		e.Err = fmt.Errorf("%w after %d heal calls (%w)", ErrReplayNeedsModel, r.heals[r.cur], f.Err)
+		return nil, "", nil, false, &e
+	}
+	r.heals[r.cur]++
+	r.healing = true
+	return nil, SourceHeal, []string{r.healNudge(f)}, false, nil
+}
+
+// healNudge is the heal's instruction: the recorded intent and what broke.
+func (r *replayer) healNudge(f *ReplayError) string {
+	s := r.steps[r.cur]
+	var b strings.Builder
+	b.WriteString("REPLAY REPAIR: a recorded run of this task is being replayed without you, and one recorded step broke. ")
+	fmt.Fprintf(&b, "Recorded step %d", s.step)
+	if s.goal != "" {
+		fmt.Fprintf(&b, " aimed to: %s", clipLine(s.goal, 300))
+	}
+	if s.eval != "" {
+		fmt.Fprintf(&b, " (after: %s)", clipLine(s.eval, 200))
+	}
+	b.WriteString(". It did:")
+	for _, ra := range s.actions[r.from:] {
+		if ra.skip != "" {
+			continue
+		}
+		fmt.Fprintf(&b, " %s", ra.rec.Name)
+		if ra.rec.Element != nil {
+			fmt.Fprintf(&b, " on %s", describeElement(ra.rec.Element))
+		}
+		b.WriteString(";")
+	}
+	fmt.Fprintf(&b, " What went wrong: %s. ", clipLine(errors.Unwrap(f).Error(), 300))
+	b.WriteString("Do only what this step needs on the current page (for example open the menu or close the banner that hides the control, or do the action on the element that now stands for it), then stop: do not go on with the rest of the task, and do not call done. The replay resumes after your step.")
+	return r.a.secrets.scrub(b.String())
+}
+
+// settle polls fresh observations until ok holds or SettleTimeout passes.
+// A page whose first observation did not satisfy ok must also show the
+// same fingerprint twice in a row before ok counts (it was still loading).
+func (r *replayer) settle(ctx context.Context, st *events.BrowserState, item *HistoryItem, ok func() bool) error {
+	if ok() {
+		return nil
+	}
+	deadline := time.Now().Add(r.opt.SettleTimeout)
+	prev := st.Fingerprint
+	t := time.NewTimer(replayPoll)
+	defer t.Stop()
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return nil // the step's deadline: the failure stands
+		case <-t.C:
+		}
+		start := time.Now()
+		ns, err := bus.Call(ctx, r.a.browser.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true})
+		item.ObserveTime += time.Since(start)
+		if err == nil {
+			*st = ns
+			item.State.URL, item.State.Title, item.State.Tabs, item.State.Fingerprint, item.State.DOMError = ns.URL, ns.Title, ns.Tabs, ns.Fingerprint, ns.Error
+			if ns.Fingerprint == prev && ok() {
+				return nil
+			}
+			prev = ns.Fingerprint
+		} else {
+			r.a.log.Debug("agent: replay re-observation failed", zap.Error(err))
+		}
+		t.Reset(replayPoll)
+	}
+	ok() // leaves the last failure in place
+	return nil
+}
+
+// check tests steps[idx]'s precondition from action from on st and, when
+// it holds, returns the calls to run (indexes rewritten), their matches
+// and their positions in the step.
+func (r *replayer) check(st *events.BrowserState, idx, from int) ([]ActionCall, []*match.Result, []int, *ReplayError) {
+	s := r.steps[idx]
+	if !s.free && from == 0 && !sameRoute(s.url, st.URL) {
+		e := r.errAt(idx, -1, st, fmt.Errorf("%w: the page is %s, the recorded step ran on %s", ErrReplayPrecondition, r.a.secrets.scrub(st.URL), s.url))
+		return nil, nil, nil, e
+	}
+	var (
+		calls []ActionCall
+		ms    []*match.Result
+		pos   []int
+	)
+	for _, ra := range s.actions[from:] {
+		if ra.skip != "" {
+			continue
+		}
+		c := ra.call
+		var m *match.Result
+		if ra.rec.Name == "extract" && r.opt.Model == nil && r.a.set.ExtractModel == nil {
+			return nil, nil, nil, r.errAt(idx, ra.pos, st, fmt.Errorf("%w: extract asks a model a question about the page", ErrReplayNeedsModel))
+		}
+		if e := ra.rec.Element; e != nil && paramIndex(c.Params) > 0 {
+			res := match.Find(*e, st.Elements)
+			m = &res
+			if !res.Found() {
+				sent := ErrReplayNoMatch
+				if len(res.Candidates) > 1 && res.Candidates[0].Score == res.Candidates[1].Score && res.Candidates[0].Score >= 0.5 {
+					sent = ErrReplayAmbiguous
+				}
+				f := r.errAt(idx, ra.pos, st, fmt.Errorf("%w on the page", sent))
+				f.Candidates = res.Candidates
+				return nil, nil, nil, f
+			}
+			c.Params = setParam(c.Params, "index", res.Index)
+		}
+		calls = append(calls, c)
+		ms = append(ms, m)
+		pos = append(pos, ra.pos)
+	}
+	return calls, ms, pos, nil
+}
+
+// errAt is a ReplayError for steps[idx]'s action at pos (-1: the step).
+func (r *replayer) errAt(idx, pos int, st *events.BrowserState, err error) *ReplayError {
+	s := r.steps[idx]
+	e := &ReplayError{Step: s.step, Action: pos, Err: err}
+	if st != nil {
+		e.URL = r.a.secrets.scrub(st.URL)
+	}
+	if pos >= 0 {
+		ra := s.actions[pos]
+		e.Name = ra.rec.Name
+		e.Element = describeElement(ra.rec.Element)
+	}
+	return e
+}
+
+func (r *replayer) stepped(ctx context.Context, st *events.BrowserState, out *AgentOutput, item *HistoryItem) error {
+	if item.Source == SourceHeal || r.pending == nil {
+		return nil // a heal's step: next decides what it achieved
+	}
+	pos, ms := r.pending, r.matches
+	r.pending, r.matches = nil, nil
+	s := r.steps[r.cur]
+	ran := 0
+	for i, rec := range item.Actions {
+		if i >= len(pos) {
+			break
+		}
+		ra := s.actions[pos[i]]
+		if rec.Name != ra.rec.Name {
+			break
+		}
+		item.Actions[i].Match = ms[i]
+		x := &r.acts[r.cur][ra.pos]
+		x.RunStep, x.Match, x.Got, x.Error = item.Step, ms[i], rec.Verdict, rec.Error
+		r.ran[[2]int{r.cur, ra.pos}] = true
+		x.Healed = r.healed[r.cur]
+		if rec.Name == "done" {
+			x.Replayed = true
+		}
+		var f error
+		switch {
+		case rec.Denied:
+			f = fmt.Errorf("%w: denied by the approval policy", ErrReplayOutcome)
+		case rec.Error != "":
+			f = fmt.Errorf("%w: the action failed: %s", ErrReplayOutcome, rec.Error)
+		case !compatibleVerdict(ra.rec.Name, ra.rec.Verdict, rec.Verdict):
+			f = fmt.Errorf("%w: expected %s, got %s", ErrReplayOutcome, ra.rec.Verdict, rec.Verdict)
+		}
+		if f != nil {
+			e := r.errAt(r.cur, ra.pos, st, f)
+			if ms[i] != nil {
+				e.Candidates = ms[i].Candidates
+			}
+			if item.Error == "" {
+				item.Error = r.a.secrets.scrub(e.Error())
+			}
+			if r.opt.Model == nil || rec.Denied {
+				return e
+			}
+			r.fail, r.kind = e, failOutcome
+			r.from = ra.pos // a retry runs the action again
+			return nil
+		}
+		ran++
+	}
+	if ran < len(pos) {
+		// A fence cut the batch: the rest runs on the next observation.
+		r.from = pos[ran]
+		return nil
+	}
+	r.cur, r.from = r.cur+1, 0
+	if r.cur >= len(r.steps) && !doneAccepted(item.Actions) {
+		return errReplayComplete
+	}
+	return nil
+}
+
+// compatibleVerdict reports whether a replayed action's verdict agrees
+// with the recorded one: the same verdict; anything but failed when the
+// recording saw no change or recorded no verdict; navigated for a recorded
+// changed (the site now reloads); and no_change for a recorded changed of
+// an action that sets a field's value (the field need not re-render).
+func compatibleVerdict(action string, want, got events.Verdict) bool {
+	switch {
+	case got == events.VerdictFailed:
+		return false
+	case want == got, want == "", want == events.VerdictNoChange:
+		return true
+	case want == events.VerdictChanged && got == events.VerdictNavigated:
+		return true
+	case want == events.VerdictChanged && got == events.VerdictNoChange:
+		_, value := varParam[action]
+		return value
+	}
+	return false
 }
