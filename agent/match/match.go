@@ -4,10 +4,56 @@
 // a new observation's indexed elements.
 //
 // Record keeps what identifies an element (tag, role, accessible name, the
-// identifying attributes, its XPath, two hashes and its position among
-// look-alikes) and nothing a person typed. Find tries a cascade of
-// strategies, strongest first, and says which one singled the element out,
-// how sure it is, and the other candidates when it is not.
+// identifying attributes, its XPath, two hashes, its position among
+// look-alikes and what told it apart from them) and nothing a person typed.
+// Find tries a cascade of strategies, strongest first, and says which one
+// singled the element out, how sure it is, and the other candidates when it
+// is not.
+//
+// # The cascade
+//
+// Only elements with the recorded tag are considered: an element of another
+// kind is never the same one. Among them, the first strategy that matches
+// any element decides:
+//
+//   - hash: the same tag path (the XPath without positions), identifying
+//     attributes, role and name;
+//   - stable_hash: the same, with volatile class tokens (is-open, active,
+//     hover, ...) and href query strings and fragments left out;
+//   - role_name: a compatible role (the same, or both commands: button,
+//     link, menuitem, tab; both check boxes; both radios) and the same
+//     accessible name;
+//   - attributes: more strong identifying attributes (id, test ids, name,
+//     aria-label, placeholder, href path, for, title, alt) agree than
+//     differ (a different id does not count against: sites regenerate
+//     ids);
+//   - xpath: the same XPath, a consistent name, and no identifying
+//     attribute but id and class differs or went missing.
+//
+// When the strategy leaves several elements, non-positional signals narrow
+// them (hashes, each identifying attribute, the exact-case name, the role,
+// the tag path). Position is never trusted silently: see Result.Ambiguous.
+//
+// Names compare after collapsing whitespace runs and ignoring case (CSS
+// text-transform and copy edits change case, not meaning); the exact case
+// only breaks ties between look-alikes. Hashes use the exact name.
+//
+// # Wrong answers cost more than none
+//
+// Clicking the wrong "Delete" is worse than stopping, so Find prefers "not
+// found" or "ambiguous" to a confident wrong answer:
+//
+//   - A recorded test id (data-testid, data-test, data-cy, data-qa,
+//     data-selenium), input type or href path that the candidate has with
+//     another value vetoes it, whatever else agrees (Candidate.Conflict).
+//   - An element that had look-alikes when recorded (same tag, role and
+//     name: Element.Similar > 1) is reported Unique only when it agrees on
+//     a signal that told it apart from them then (Element.Distinct: an
+//     attribute or its tag path). Otherwise the choice is positional: its
+//     ordinal among look-alikes when their number is unchanged, else the
+//     look-alike at the recorded XPath, else none; the result is Ambiguous
+//     and never Unique, and a caller must confirm it (replay asks the
+//     approval policy) or give up.
 //
 // The package works on plain observation data: any DOM watchdog that fills
 // events.ElementInfo (the built-in one or a replacement) can be matched.
@@ -16,9 +62,11 @@ package match
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"regexp"
+	"io"
+	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/browseragent/browseragent/events"
 )
@@ -29,21 +77,28 @@ type Element struct {
 	Tag  string `json:"tag"`
 	Role string `json:"role,omitempty"`
 	// Name is the accessible name: a link's or button's text, a field's
-	// label.
+	// label; whitespace runs collapsed.
 	Name  string `json:"name,omitempty"`
 	XPath string `json:"xpath,omitempty"`
 	// Attrs are the identifying attributes present (IdentifyingAttrs).
 	Attrs map[string]string `json:"attrs,omitempty"`
 	// Hash digests the tag path (the XPath without positions), the
-	// identifying attributes and the name; StableHash the same with
-	// volatile class tokens (state, animation) left out.
+	// identifying attributes, the role and the name; StableHash the same
+	// with volatile class tokens (state, animation) and href query strings
+	// and fragments left out.
 	Hash       string `json:"hash,omitempty"`
 	StableHash string `json:"stable_hash,omitempty"`
 	// Ordinal is the element's 1-based position, in index order, among the
-	// observation's elements with the same tag, role and name; Similar is
-	// how many such elements there were (1: it was unique).
+	// observation's elements with the same tag, role and name (ignoring
+	// case); Similar is how many such elements there were (1: it was
+	// unique).
 	Ordinal int `json:"ordinal,omitempty"`
 	Similar int `json:"similar,omitempty"`
+	// Distinct names what told the element apart from its look-alikes
+	// when it was recorded (only when Similar > 1): identifying attributes
+	// whose value no look-alike shared, and "path" when its tag path was
+	// its own. Empty with Similar > 1: only its position did.
+	Distinct []string `json:"distinct,omitempty"`
 	// Bounds is the element's box in viewport CSS pixels, when known.
 	Bounds *events.Rect `json:"bounds,omitempty"`
 }
@@ -53,12 +108,12 @@ type Strategy string
 
 // The cascade, strongest first.
 const (
-	ByHash       Strategy = "hash"        // same tag path, attributes and name
-	ByStableHash Strategy = "stable_hash" // the same, volatile classes aside
-	ByRoleName   Strategy = "role_name"   // same tag, role and accessible name
-	ByAttributes Strategy = "attributes"  // same id, name, test id, placeholder, label or href
-	ByXPath      Strategy = "xpath"       // same position in the document, name consistent
-	ByPosition   Strategy = "position"    // the same ordinal among look-alikes
+	ByHash       Strategy = "hash"        // same tag path, attributes, role and name
+	ByStableHash Strategy = "stable_hash" // the same, volatile classes and href queries aside
+	ByRoleName   Strategy = "role_name"   // same tag, compatible role and accessible name
+	ByAttributes Strategy = "attributes"  // strong identifying attributes agree
+	ByXPath      Strategy = "xpath"       // same position in the document, nothing contradicting
+	ByPosition   Strategy = "position"    // the same ordinal among look-alikes (always Ambiguous)
 )
 
 // Candidate is one element Find considered.
@@ -68,9 +123,13 @@ type Candidate struct {
 	Role  string `json:"role,omitempty"`
 	Name  string `json:"name,omitempty"`
 	XPath string `json:"xpath,omitempty"`
-	// Score is the share (0..1) of the recorded element's signals this
-	// element agrees with.
+	// Score (0..1) is the weighted share of the recorded element's signals
+	// this element agrees with: the name weighs most, then the strong
+	// attributes, then role, tag path, XPath and the other attributes.
 	Score float64 `json:"score"`
+	// Conflict names the recorded attribute this element contradicts
+	// (a test id, type or href path), which rules it out; "" when none.
+	Conflict string `json:"conflict,omitempty"`
 }
 
 // Result is Find's answer.
@@ -78,18 +137,22 @@ type Result struct {
 	// Index is the chosen element's index in the new observation; 0 when
 	// none was found.
 	Index int `json:"index,omitempty"`
-	// Strategy is the strategy that singled the element out ("" when none
-	// did).
+	// Strategy is the strategy that singled the element out, or ByPosition
+	// or ByXPath for a positional choice among look-alikes ("" when none
+	// was chosen).
 	Strategy Strategy `json:"strategy,omitempty"`
 	// Score is the chosen element's Candidate.Score.
 	Score float64 `json:"score,omitempty"`
-	// Unique reports that exactly one element matched; Ambiguous that
-	// several did and the choice fell back on a weak signal (position),
-	// which a caller should confirm (replay asks the approval policy).
+	// Unique reports that the element was singled out by what identifies
+	// it. Ambiguous reports that several elements matched equally and only
+	// position could choose: Index is then the positional choice, which a
+	// caller must confirm, or 0 when position could not choose either.
+	// Never both.
 	Unique    bool `json:"unique,omitempty"`
 	Ambiguous bool `json:"ambiguous,omitempty"`
 	// Candidates are the best elements considered, best first (at most
-	// MaxCandidates), for error messages and the trace.
+	// MaxCandidates; the chosen one always among them), for error messages
+	// and the trace.
 	Candidates []Candidate `json:"candidates,omitempty"`
 }
 
@@ -108,87 +171,159 @@ var IdentifyingAttrs = []string{
 	"data-qa", "data-selenium", "aria-controls", "aria-haspopup",
 }
 
-// volatileClassParts mark class tokens that describe transient UI state.
-var volatileClassParts = []string{
+// testAttrs are attributes written for tests and automation: a different
+// value is a different element.
+var testAttrs = []string{"data-testid", "data-test", "data-cy", "data-qa", "data-selenium"}
+
+// strongAttrs identify an element on their own, strongest first (the
+// order narrowing tries them in).
+var strongAttrs = []string{
+	"data-testid", "data-test", "data-cy", "data-qa", "data-selenium",
+	"id", "name", "aria-label", "placeholder", "href", "for", "title", "alt",
+}
+
+// narrowAttrs are all identifying attributes in the order narrowing tries
+// them: the strong ones first.
+var narrowAttrs = func() []string {
+	out := slices.Clone(strongAttrs)
+	for _, k := range IdentifyingAttrs {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}()
+
+// volatileClassWords mark class tokens that describe transient UI state; a
+// token is volatile when one of its words (split at - and _) starts with
+// one of these.
+var volatileClassWords = []string{
 	"focus", "hover", "active", "selected", "disabled", "animat", "transition",
 	"loading", "open", "closed", "expanded", "collapsed", "visible", "hidden",
-	"pressed", "checked", "highlight", "current", "enter", "leav", "show",
+	"pressed", "checked", "highlight", "current", "entering", "leaving", "show",
+	"fade", "dirty", "touched", "pristine", "invalid", "valid",
 }
 
-// Record describes the element at index in elems for a recording; ok is
-// false when elems has no such element.
-func Record(index int, elems map[int]events.ElementInfo) (Element, bool) {
-	info, ok := elems[index]
-	if !ok {
-		return Element{}, false
-	}
-	e := describe(info)
-	e.Bounds = info.Bounds
-	for _, idx := range sortedIndexes(elems) {
-		o := elems[idx]
-		if sameLook(o, info) {
-			e.Similar++
-			if idx == index {
-				e.Ordinal = e.Similar
-			}
-		}
-	}
-	return e, true
+// roleFamilies group roles one control takes in different layouts (a
+// button that moved into a menu becomes a menuitem).
+var roleFamilies = map[string]int{
+	"button": 1, "link": 1, "menuitem": 1, "tab": 1,
+	"checkbox": 2, "switch": 2, "menuitemcheckbox": 2,
+	"radio": 3, "menuitemradio": 3,
 }
 
-// describe is info's Element without the position among look-alikes.
-func describe(info events.ElementInfo) Element {
-	e := Element{Tag: strings.ToLower(info.Tag), Role: info.Role, Name: normSpace(info.Name), XPath: info.XPath}
+func rolesCompatible(a, b string) bool {
+	if a == b || a == "" || b == "" {
+		return true
+	}
+	fa, fb := roleFamilies[a], roleFamilies[b]
+	return fa != 0 && fa == fb
+}
+
+// desc is an observed element as Find compares it, computed once per
+// observation.
+type desc struct {
+	idx                   int
+	tag, role, name, fold string
+	xpath, path           string
+	attrs                 map[string]string
+	hash, stable          string
+	// stableClass and hrefPath are the class's stable tokens and the
+	// href without query and fragment, as compared.
+	stableClass, hrefPath string
+}
+
+// norm is d's value of attribute k as compared: class by its stable
+// tokens.
+func (d *desc) norm(k string) (string, bool) {
+	v, ok := d.attrs[k]
+	if k == "class" {
+		return d.stableClass, ok
+	}
+	return v, ok
+}
+
+func describeInfo(info events.ElementInfo) desc {
+	d := desc{
+		idx: info.Index, tag: strings.ToLower(info.Tag), role: info.Role, name: normSpace(info.Name),
+		xpath: info.XPath, path: stripPositions(info.XPath),
+	}
+	d.fold = strings.ToLower(d.name)
 	for _, k := range IdentifyingAttrs {
-		if v, ok := info.Attributes[k]; ok && v != "" {
-			if e.Attrs == nil {
-				e.Attrs = map[string]string{}
+		if v := info.Attributes[k]; v != "" {
+			if d.attrs == nil {
+				d.attrs = map[string]string{}
 			}
-			e.Attrs[k] = v
+			d.attrs[k] = v
 		}
 	}
-	e.Hash = hashOf(e, false)
-	e.StableHash = hashOf(e, true)
-	return e
+	d.stableClass = stableClasses(d.attrs["class"])
+	d.hrefPath = stripQuery(d.attrs["href"])
+	d.hash = hashOf(d, false)
+	d.stable = hashOf(d, true)
+	return d
 }
 
-var xpathPos = regexp.MustCompile(`\[\d+\]`)
-
-func hashOf(e Element, stable bool) string {
-	var b strings.Builder
-	b.WriteString(xpathPos.ReplaceAllString(e.XPath, ""))
-	b.WriteString("|" + e.Tag + "|" + e.Role + "|" + e.Name)
-	keys := make([]string, 0, len(e.Attrs))
-	for k := range e.Attrs {
-		keys = append(keys, k)
+// stripPositions is an XPath without its [n] positions: the tag path.
+func stripPositions(xpath string) string {
+	if !strings.Contains(xpath, "[") {
+		return xpath
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := e.Attrs[k]
-		if k == "class" && stable {
-			v = stableClasses(v)
+	b := make([]byte, 0, len(xpath))
+	for i := 0; i < len(xpath); i++ {
+		if xpath[i] == '[' {
+			j := i + 1
+			for j < len(xpath) && xpath[j] >= '0' && xpath[j] <= '9' {
+				j++
+			}
+			if j > i+1 && j < len(xpath) && xpath[j] == ']' {
+				i = j
+				continue
+			}
 		}
-		if k == "href" {
-			v = stripQuery(v)
-		}
-		b.WriteString("|" + k + "=" + v)
+		b = append(b, xpath[i])
 	}
-	sum := sha256.Sum256([]byte(b.String()))
-	return hex.EncodeToString(sum[:8])
+	return string(b)
 }
 
+func hashOf(d desc, stable bool) string {
+	h := sha256.New()
+	for _, s := range [...]string{d.path, "|", d.tag, "|", d.role, "|", d.name} {
+		io.WriteString(h, s)
+	}
+	for _, k := range sortedAttrs {
+		v, ok := d.attrs[k]
+		if !ok {
+			continue
+		}
+		if stable {
+			switch k {
+			case "class":
+				v = d.stableClass
+			case "href":
+				v = d.hrefPath
+			}
+		}
+		for _, s := range [...]string{"|", k, "=", v} {
+			io.WriteString(h, s)
+		}
+	}
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:8])
+}
+
+// sortedAttrs are IdentifyingAttrs in the order hashes take them.
+var sortedAttrs = func() []string {
+	out := slices.Clone(IdentifyingAttrs)
+	sort.Strings(out)
+	return out
+}()
+
+// stableClasses is class without its volatile tokens, sorted.
 func stableClasses(class string) string {
 	var out []string
 	for _, t := range strings.Fields(class) {
-		lt := strings.ToLower(t)
-		volatile := false
-		for _, p := range volatileClassParts {
-			if strings.Contains(lt, p) {
-				volatile = true
-				break
-			}
-		}
-		if !volatile {
+		if !volatileClass(t) {
 			out = append(out, t)
 		}
 	}
@@ -196,6 +331,48 @@ func stableClasses(class string) string {
 	return strings.Join(out, " ")
 }
 
+func volatileClass(token string) bool {
+	volatile := false
+	classWords(token, func(w string) bool {
+		for _, p := range volatileClassWords {
+			if len(w) >= len(p) && strings.EqualFold(w[:len(p)], p) {
+				volatile = true
+				return false
+			}
+		}
+		return true
+	})
+	return volatile
+}
+
+// classWords calls f with each word of a class token, split at -, _ and
+// a lower-to-upper case change (is-open, menu__item--active, btnActive),
+// until f returns false.
+func classWords(token string, f func(w string) bool) {
+	start := 0
+	prevLower := false
+	for i, r := range token {
+		switch {
+		case r == '-' || r == '_':
+			if i > start && !f(token[start:i]) {
+				return
+			}
+			start, prevLower = i+1, false
+			continue
+		case unicode.IsUpper(r) && prevLower:
+			if !f(token[start:i]) {
+				return
+			}
+			start = i
+		}
+		prevLower = unicode.IsLower(r)
+	}
+	if start < len(token) {
+		f(token[start:])
+	}
+}
+
+// stripQuery is href without its query string and fragment.
 func stripQuery(href string) string {
 	if i := strings.IndexAny(href, "?#"); i >= 0 {
 		return href[:i]
@@ -205,142 +382,555 @@ func stripQuery(href string) string {
 
 func normSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func sameLook(a, b events.ElementInfo) bool {
-	return strings.EqualFold(a.Tag, b.Tag) && a.Role == b.Role && normSpace(a.Name) == normSpace(b.Name)
+// sameAttr reports whether two values of attribute k say the same: class
+// by its stable tokens, anything else exactly.
+func sameAttr(k, a, b string) bool {
+	if k == "class" {
+		return stableClasses(a) == stableClasses(b)
+	}
+	return a == b
 }
 
-func sortedIndexes(elems map[int]events.ElementInfo) []int {
-	idx := make([]int, 0, len(elems))
+// lookAlike reports whether a and b look the same to a reader: same tag,
+// role and name (ignoring case).
+func lookAlike(a, b desc) bool { return a.tag == b.tag && a.role == b.role && a.fold == b.fold }
+
+// Index is one observation's elements, described once, for many Finds.
+// It is read-only after NewIndex and safe for concurrent Finds.
+type Index struct {
+	all   []desc           // in index order
+	byTag map[string][]int // tag -> positions in all
+	pos   map[int]int      // element index -> position in all
+}
+
+// NewIndex describes elems (an observation's elements) for Find.
+func NewIndex(elems map[int]events.ElementInfo) *Index {
+	x := &Index{byTag: map[string][]int{}, pos: make(map[int]int, len(elems))}
+	idxs := make([]int, 0, len(elems))
 	for i := range elems {
-		idx = append(idx, i)
+		idxs = append(idxs, i)
 	}
-	sort.Ints(idx)
-	return idx
+	sort.Ints(idxs)
+	x.all = make([]desc, 0, len(idxs))
+	for _, i := range idxs {
+		info := elems[i]
+		info.Index = i
+		d := describeInfo(info)
+		x.pos[i] = len(x.all)
+		x.byTag[d.tag] = append(x.byTag[d.tag], len(x.all))
+		x.all = append(x.all, d)
+	}
+	return x
 }
 
-// Find looks rec up among elems (a new observation's elements). The
-// cascade: the first strategy whose matches, narrowed by the strategies
-// after it, leave exactly one element decides; position among look-alikes
-// decides only when nothing else can, and marks the result Ambiguous.
-func Find(rec Element, elems map[int]events.ElementInfo) Result {
-	type cand struct {
-		idx  int
-		info events.ElementInfo
-		e    Element
+// Len is the number of elements indexed.
+func (x *Index) Len() int { return len(x.all) }
+
+// Record describes the element at index in elems for a recording; ok is
+// false when elems has no such element.
+func Record(index int, elems map[int]events.ElementInfo) (Element, bool) {
+	info, ok := elems[index]
+	if !ok {
+		return Element{}, false
 	}
-	var all []cand
-	for _, idx := range sortedIndexes(elems) {
-		info := elems[idx]
-		if rec.Tag != "" && !strings.EqualFold(info.Tag, rec.Tag) {
-			continue // an element of another kind is never the same one
+	info.Index = index
+	self := describeInfo(info)
+	// Look-alikes only need tag, role and name: no hashing of the rest.
+	var others []desc
+	e := self.element()
+	e.Bounds = info.Bounds
+	idxs := make([]int, 0, len(elems))
+	for i := range elems {
+		idxs = append(idxs, i)
+	}
+	sort.Ints(idxs)
+	for _, i := range idxs {
+		o := elems[i]
+		if !strings.EqualFold(o.Tag, info.Tag) || o.Role != info.Role || !strings.EqualFold(normSpace(o.Name), self.name) {
+			continue
 		}
-		all = append(all, cand{idx, info, describe(info)})
+		e.Similar++
+		if i == index {
+			e.Ordinal = e.Similar
+			continue
+		}
+		o.Index = i
+		others = append(others, describeInfo(o))
+	}
+	e.Distinct = distinct(self, others)
+	return e, true
+}
+
+// Record is the package's Record on the indexed observation.
+func (x *Index) Record(index int) (Element, bool) {
+	p, ok := x.pos[index]
+	if !ok {
+		return Element{}, false
+	}
+	self := x.all[p]
+	e := self.element()
+	var others []desc
+	for _, q := range x.byTag[self.tag] {
+		o := x.all[q]
+		if !lookAlike(o, self) {
+			continue
+		}
+		e.Similar++
+		if o.idx == index {
+			e.Ordinal = e.Similar
+			continue
+		}
+		others = append(others, o)
+	}
+	e.Distinct = distinct(self, others)
+	return e, true
+}
+
+func (d desc) element() Element {
+	e := Element{Tag: d.tag, Role: d.role, Name: d.name, XPath: d.xpath, Hash: d.hash, StableHash: d.stable}
+	if len(d.attrs) > 0 {
+		e.Attrs = make(map[string]string, len(d.attrs))
+		for k, v := range d.attrs {
+			e.Attrs[k] = v
+		}
+	}
+	return e
+}
+
+// distinct lists what no look-alike in others shared with self.
+func distinct(self desc, others []desc) []string {
+	if len(others) == 0 {
+		return nil
+	}
+	var out []string
+	for _, k := range narrowAttrs {
+		v, ok := self.attrs[k]
+		if !ok {
+			continue
+		}
+		shared := false
+		for _, o := range others {
+			if w, ok := o.attrs[k]; ok && sameAttr(k, v, w) {
+				shared = true
+				break
+			}
+		}
+		if !shared && (k != "class" || stableClasses(v) != "") {
+			out = append(out, k)
+		}
+	}
+	own := true
+	for _, o := range others {
+		if o.path == self.path {
+			own = false
+			break
+		}
+	}
+	if own {
+		out = append(out, "path")
+	}
+	return out
+}
+
+// Find looks rec up among elems (a new observation's elements): the
+// simple form of NewIndex(elems).Find(rec). Callers matching several
+// elements against one observation should build the Index once.
+func Find(rec Element, elems map[int]events.ElementInfo) Result {
+	if rec.Tag == "" {
+		return NewIndex(elems).Find(rec)
+	}
+	// Only elements with rec's tag can match: describe no others.
+	same := make(map[int]events.ElementInfo)
+	for i, e := range elems {
+		if strings.EqualFold(e.Tag, rec.Tag) {
+			same[i] = e
+		}
+	}
+	return NewIndex(same).Find(rec)
+}
+
+// query is one Find: rec with the values it is compared by, computed once.
+type query struct {
+	rec   Element
+	name  string // rec.Name, whitespace collapsed
+	fold  string // name, lower-cased
+	path  string // rec's tag path
+	attrs []recAttr
+}
+
+// recAttr is one recorded attribute as compared.
+type recAttr struct {
+	k, v   string // v: as compared (class: stable tokens)
+	path   string // href: without query and fragment
+	weight float64
+	strong bool
+}
+
+func newQuery(rec Element) query {
+	q := query{rec: rec, name: normSpace(rec.Name), path: stripPositions(rec.XPath)}
+	q.fold = strings.ToLower(q.name)
+	for _, k := range narrowAttrs {
+		v, ok := rec.Attrs[k]
+		if !ok {
+			continue
+		}
+		a := recAttr{k: k, v: v, weight: wWeak, strong: slices.Contains(strongAttrs, k)}
+		if a.strong {
+			a.weight = wStrong
+		}
+		switch k {
+		case "class":
+			a.v = stableClasses(v)
+			if a.v == "" {
+				continue // only volatile tokens: nothing to compare
+			}
+		case "href":
+			a.path = stripQuery(v)
+		}
+		q.attrs = append(q.attrs, a)
+	}
+	return q
+}
+
+// Find looks rec up among the indexed elements (see the package doc for
+// the cascade and the rules that keep it from a confident wrong answer).
+// Its cost is linear in the number of elements with rec's tag.
+func (x *Index) Find(rec Element) Result {
+	q := newQuery(rec)
+	tag := strings.ToLower(rec.Tag)
+	var pool []int
+	if tag != "" {
+		pool = x.byTag[tag]
+	} else {
+		pool = make([]int, len(x.all))
+		for i := range pool {
+			pool[i] = i
+		}
+	}
+	scores := make([]float64, len(pool))
+	conflicts := make([]string, len(pool))
+	eligible := make([]int, 0, len(pool)) // positions in pool
+	for i, p := range pool {
+		d := &x.all[p]
+		scores[i] = q.score(d)
+		conflicts[i] = q.conflict(d)
+		if conflicts[i] == "" {
+			eligible = append(eligible, i)
+		}
 	}
 	tests := []struct {
 		s  Strategy
-		ok func(c cand) bool
+		ok func(d *desc) bool
 	}{
-		{ByHash, func(c cand) bool { return rec.Hash != "" && c.e.Hash == rec.Hash }},
-		{ByStableHash, func(c cand) bool { return rec.StableHash != "" && c.e.StableHash == rec.StableHash }},
-		{ByRoleName, func(c cand) bool { return rec.Name != "" && c.e.Role == rec.Role && c.e.Name == rec.Name }},
-		{ByAttributes, func(c cand) bool { return attrsAgree(rec, c.e) }},
-		{ByXPath, func(c cand) bool {
-			return rec.XPath != "" && c.e.XPath == rec.XPath && (rec.Name == "" || c.e.Name == rec.Name)
-		}},
+		{ByHash, func(d *desc) bool { return rec.Hash != "" && d.hash == rec.Hash }},
+		{ByStableHash, func(d *desc) bool { return rec.StableHash != "" && d.stable == rec.StableHash }},
+		{ByRoleName, func(d *desc) bool { return q.fold != "" && d.fold == q.fold && rolesCompatible(rec.Role, d.role) }},
+		{ByAttributes, q.attrsAgree},
+		{ByXPath, q.xpathAgrees},
 	}
-	score := func(c cand) float64 { return agreement(rec, c.e) }
 	res := Result{}
-	for i, t := range tests {
-		var set []cand
-		for _, c := range all {
-			if t.ok(c) {
-				set = append(set, c)
+	chosen := -1 // position in pool
+	for _, t := range tests {
+		var set []int
+		for _, i := range eligible {
+			if t.ok(&x.all[pool[i]]) {
+				set = append(set, i)
 			}
 		}
 		if len(set) == 0 {
 			continue
 		}
-		// Narrow by the later strategies while more than one is left.
-		for _, u := range tests[i+1:] {
-			if len(set) == 1 {
-				break
-			}
-			var narrowed []cand
-			for _, c := range set {
-				if u.ok(c) {
-					narrowed = append(narrowed, c)
-				}
-			}
-			if len(narrowed) > 0 {
-				set = narrowed
-			}
+		set = q.narrow(x, pool, set)
+		if len(set) == 1 && q.distinguished(&x.all[pool[set[0]]]) {
+			chosen, res.Strategy, res.Unique = set[0], t.s, true
+			break
 		}
-		if len(set) == 1 {
-			res.Index, res.Strategy, res.Unique = set[0].idx, t.s, true
-			res.Score = score(set[0])
-		} else if rec.Ordinal > 0 && rec.Ordinal <= len(set) && rec.Similar == len(set) {
-			c := set[rec.Ordinal-1]
-			res.Index, res.Strategy, res.Ambiguous = c.idx, ByPosition, true
-			res.Score = score(c)
-		}
+		// Only position is left to choose by.
+		res.Ambiguous = true
+		chosen, res.Strategy = q.byPosition(x, pool, set, conflicts)
 		break
 	}
-	cs := make([]Candidate, 0, len(all))
-	for _, c := range all {
-		s := score(c)
-		if s <= 0 {
-			continue
-		}
-		cs = append(cs, Candidate{Index: c.idx, Tag: c.e.Tag, Role: c.e.Role, Name: c.e.Name, XPath: c.e.XPath, Score: s})
+	if chosen >= 0 {
+		res.Index = x.all[pool[chosen]].idx
+		res.Score = round(scores[chosen])
 	}
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].Score > cs[j].Score })
-	if len(cs) > MaxCandidates {
-		cs = cs[:MaxCandidates]
-	}
-	res.Candidates = cs
+	res.Candidates = topCandidates(x, pool, scores, conflicts, chosen)
 	return res
 }
 
-// attrsAgree reports whether a strong identifying attribute of rec has the
-// same value on e.
-func attrsAgree(rec, e Element) bool {
-	for _, k := range []string{"id", "data-testid", "data-test", "data-cy", "data-qa", "name", "placeholder", "aria-label", "href"} {
-		v := rec.Attrs[k]
-		if v == "" {
+// narrow shrinks set by the non-positional signals, strongest first,
+// while more than one element is left; a signal that would leave none is
+// skipped.
+func (q query) narrow(x *Index, pool, set []int) []int {
+	if len(set) <= 1 {
+		return set
+	}
+	rec := q.rec
+	preds := []func(d *desc) bool{
+		func(d *desc) bool { return rec.Hash != "" && d.hash == rec.Hash },
+		func(d *desc) bool { return rec.StableHash != "" && d.stable == rec.StableHash },
+	}
+	for _, a := range q.attrs {
+		preds = append(preds, func(d *desc) bool { w, ok := d.norm(a.k); return ok && w == a.v })
+		if a.k == "href" {
+			preds = append(preds, func(d *desc) bool { return d.hrefPath == a.path })
+		}
+	}
+	preds = append(preds,
+		func(d *desc) bool { return q.name != "" && d.name == q.name },
+		func(d *desc) bool { return d.role == rec.Role },
+		func(d *desc) bool { return q.path != "" && d.path == q.path },
+	)
+	for _, p := range preds {
+		if len(set) <= 1 {
+			break
+		}
+		var n []int
+		for _, i := range set {
+			if p(&x.all[pool[i]]) {
+				n = append(n, i)
+			}
+		}
+		if len(n) > 0 && len(n) < len(set) {
+			set = n
+		}
+	}
+	return set
+}
+
+// distinguished reports whether d agrees with what told the recorded
+// element apart from its look-alikes (always true when it had none).
+func (q query) distinguished(d *desc) bool {
+	if q.rec.Similar <= 1 {
+		return true
+	}
+	for _, k := range q.rec.Distinct {
+		if k == "path" {
+			if q.path != "" && d.path == q.path {
+				return true
+			}
 			continue
 		}
-		w := e.Attrs[k]
-		if k == "href" {
-			v, w = stripQuery(v), stripQuery(w)
-		}
-		if w == v {
-			return true
+		for _, a := range q.attrs {
+			if a.k == k {
+				if w, ok := d.norm(k); ok && w == a.v {
+					return true
+				}
+			}
 		}
 	}
 	return false
 }
 
-// agreement is the share of rec's signals that e agrees with.
-func agreement(rec, e Element) float64 {
-	total, agree := 0, 0
-	check := func(want, got string) {
-		if want == "" {
-			return
+// byPosition chooses among set (which only position can tell apart): the
+// recorded ordinal among today's look-alikes when their number is the
+// recorded one, else the one at the recorded XPath; -1 when neither is in
+// set.
+func (q query) byPosition(x *Index, pool, set []int, conflicts []string) (int, Strategy) {
+	rec := q.rec
+	if rec.Ordinal > 0 && rec.Similar > 0 {
+		var alike []int // positions in pool, in index order
+		for i, p := range pool {
+			d := &x.all[p]
+			if d.role == rec.Role && d.fold == q.fold {
+				alike = append(alike, i)
+			}
 		}
-		total++
-		if want == got {
-			agree++
+		if len(alike) == rec.Similar && rec.Ordinal <= len(alike) {
+			c := alike[rec.Ordinal-1]
+			if conflicts[c] == "" && slices.Contains(set, c) {
+				return c, ByPosition
+			}
 		}
 	}
-	check(rec.Tag, e.Tag)
-	check(rec.Role, e.Role)
-	check(rec.Name, e.Name)
-	check(rec.XPath, e.XPath)
-	for k, v := range rec.Attrs {
-		check(v, e.Attrs[k])
+	if rec.XPath != "" {
+		at := -1
+		for _, i := range set {
+			if x.all[pool[i]].xpath == rec.XPath {
+				if at >= 0 {
+					return -1, ""
+				}
+				at = i
+			}
+		}
+		if at >= 0 {
+			return at, ByXPath
+		}
+	}
+	return -1, ""
+}
+
+// conflict names the recorded attribute d contradicts in a way that rules
+// it out: a test id, the input type or the href's path.
+func (q query) conflict(d *desc) string {
+	for _, a := range q.attrs {
+		w, ok := d.attrs[a.k]
+		if !ok {
+			continue
+		}
+		switch {
+		case a.k == "type":
+			if !strings.EqualFold(a.v, w) {
+				return a.k
+			}
+		case a.k == "href":
+			if a.path != d.hrefPath {
+				return a.k
+			}
+		case slices.Contains(testAttrs, a.k):
+			if a.v != w {
+				return a.k
+			}
+		}
+	}
+	return ""
+}
+
+// attrsAgree: more of rec's strong attributes agree with d than differ. An
+// id that differs does not count against: versions of a site regenerate
+// ids more often than anything else.
+func (q query) attrsAgree(d *desc) bool {
+	agree, differ := 0, 0
+	for _, a := range q.attrs {
+		if !a.strong {
+			continue
+		}
+		w, ok := d.attrs[a.k]
+		if !ok {
+			continue
+		}
+		same := w == a.v
+		if a.k == "href" {
+			same = d.hrefPath == a.path
+		}
+		switch {
+		case same:
+			agree++
+		case a.k != "id":
+			differ++
+		}
+	}
+	return agree > 0 && agree > differ
+}
+
+// xpathAgrees: d is at rec's XPath, its name is consistent, and no
+// identifying attribute but id and class differs or went missing.
+func (q query) xpathAgrees(d *desc) bool {
+	if q.rec.XPath == "" || d.xpath != q.rec.XPath {
+		return false
+	}
+	if q.fold != "" && d.fold != q.fold {
+		return false
+	}
+	for _, a := range q.attrs {
+		if a.k == "id" || a.k == "class" {
+			continue
+		}
+		w, ok := d.attrs[a.k]
+		if !ok {
+			return false
+		}
+		if a.k == "href" {
+			if d.hrefPath != a.path {
+				return false
+			}
+		} else if w != a.v {
+			return false
+		}
+	}
+	return true
+}
+
+// Signal weights for score.
+const (
+	wName   = 4.0
+	wStrong = 2.0
+	wRole   = 1.0
+	wPath   = 1.0
+	wXPath  = 1.0
+	wWeak   = 1.0
+)
+
+// score is the weighted share of rec's signals d agrees with (0..1).
+func (q query) score(d *desc) float64 {
+	rec := q.rec
+	total, agree := 0.0, 0.0
+	add := func(w float64, ok bool) {
+		total += w
+		if ok {
+			agree += w
+		}
+	}
+	if q.fold != "" {
+		add(wName, d.fold == q.fold)
+	}
+	if rec.Role != "" {
+		add(wRole, d.role == rec.Role)
+	}
+	if q.path != "" {
+		add(wPath, d.path == q.path)
+	}
+	if rec.XPath != "" {
+		add(wXPath, d.xpath == rec.XPath)
+	}
+	for _, a := range q.attrs {
+		got, ok := d.norm(a.k)
+		switch {
+		case ok && got == a.v:
+			add(a.weight, true)
+		case ok && a.k == "href" && d.hrefPath == a.path:
+			// The same page with another query: half.
+			total += a.weight
+			agree += a.weight / 2
+		default:
+			add(a.weight, false)
+		}
 	}
 	if total == 0 {
 		return 0
 	}
-	return float64(agree) / float64(total)
+	return agree / total
+}
+
+func round(f float64) float64 { return float64(int(f*1000+0.5)) / 1000 }
+
+// topCandidates keeps the best MaxCandidates elements with a positive
+// score, best first, the chosen one first among equals and always kept.
+func topCandidates(x *Index, pool []int, scores []float64, conflicts []string, chosen int) []Candidate {
+	better := func(i, j int) bool { // is pool position i ranked before j
+		if scores[i] != scores[j] {
+			return scores[i] > scores[j]
+		}
+		if (i == chosen) != (j == chosen) {
+			return i == chosen
+		}
+		return i < j
+	}
+	top := make([]int, 0, MaxCandidates+1)
+	for i := range pool {
+		if scores[i] <= 0 && i != chosen {
+			continue
+		}
+		pos := len(top)
+		for pos > 0 && better(i, top[pos-1]) {
+			pos--
+		}
+		if pos >= MaxCandidates {
+			continue
+		}
+		top = slices.Insert(top, pos, i)
+		if len(top) > MaxCandidates {
+			top = top[:MaxCandidates]
+		}
+	}
+	if chosen >= 0 && !slices.Contains(top, chosen) {
+		top[len(top)-1] = chosen
+	}
+	out := make([]Candidate, 0, len(top))
+	for _, i := range top {
+		d := &x.all[pool[i]]
+		out = append(out, Candidate{Index: d.idx, Tag: d.tag, Role: d.role, Name: d.name, XPath: d.xpath,
+			Score: round(scores[i]), Conflict: conflicts[i]})
+	}
+	return out
 }
