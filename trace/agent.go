@@ -79,7 +79,7 @@ func (o *AgentObserver) RunEnded(_ context.Context, res *agent.Result, _ error) 
 	}
 	run := Run{
 		Task: o.task, Success: res.Success, Done: res.Done, FinalText: res.FinalText, Output: res.StructuredOutput,
-		Errors: res.Errors, Steps: res.Steps, Tokens: tokens(res.Usage),
+		Errors: res.Errors, Steps: res.Steps, Tokens: tokens(res.Usage), Cache: res.Cache,
 	}
 	if res.Usage != (llm.Usage{}) || !res.Cost.Known() || res.Cost.Total > 0 {
 		cost := res.Cost
@@ -105,7 +105,7 @@ func tokens(u llm.Usage) Tokens {
 // screenshot is referenced relative to dir with its SHA-256.
 func StepRecord(dir string, it agent.HistoryItem) Step {
 	st := Step{
-		Step: it.Step, URL: it.State.URL, Title: it.State.Title, Error: it.Error,
+		Step: it.Step, Source: it.Source, URL: it.State.URL, Title: it.State.Title, Error: it.Error,
 		DurationMS: float64(it.EndedAt.Sub(it.StartedAt)) / float64(time.Millisecond),
 		Tokens:     tokens(it.Usage),
 	}
@@ -127,7 +127,7 @@ func StepRecord(dir string, it agent.HistoryItem) Step {
 	}
 	for _, ar := range it.Actions {
 		ta := Action{Name: ar.Name, Params: ar.Params, Verdict: string(ar.Verdict), Detail: ar.Result.Text, Error: ar.Error,
-			Requests: ar.Requests, RequestsOmitted: ar.RequestsOmitted, Mark: ar.Mark}
+			Requests: ar.Requests, RequestsOmitted: ar.RequestsOmitted, Mark: ar.Mark, Element: ar.Element, Match: ar.Match}
 		if oc := ar.Result.Outcome; oc != nil {
 			ta.Before, _ = json.Marshal(oc.Before)
 			ta.After, _ = json.Marshal(oc.After)

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/agent/match"
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
 )
@@ -249,5 +252,90 @@ func TestStepRecordPlanAndCompaction(t *testing.T) {
 	}
 	if m.Purpose != "compact" {
 		t.Fatalf("model record %+v", m)
+	}
+}
+
+// A step's source, an action's element and how it was found, and the
+// run's cache counts reach the trace, which still verifies; editing a
+// match's score breaks the chain.
+func TestTraceRecordsSourcesMatchesAndCache(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "trace.jsonl")
+	w, err := Create(path, WithSecrets(map[string]string{"card": "4111-1111"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := NewAgentObserver(w, dir)
+	ctx := context.Background()
+	t0 := time.Now()
+	o.RunStarted(ctx, agent.RunInfo{Task: "apply", Started: t0})
+	elem := &match.Element{Tag: "button", Role: "button", Name: "Apply for this job", XPath: "/html/body/main[1]/button[1]",
+		Attrs: map[string]string{"id": "apply", "title": "card 4111-1111"}, Hash: "0011", StableHash: "2233", Ordinal: 1, Similar: 1}
+	res := &match.Result{Index: 12, Strategy: match.ByRoleName, Score: 0.93, Unique: true,
+		Candidates: []match.Candidate{{Index: 12, Tag: "button", Name: "Apply for this job", Score: 0.93}, {Index: 4, Tag: "button", Name: "Delete", Score: 0.2}}}
+	click := agent.ActionRecord{Name: "click", Params: json.RawMessage(`{"index":12}`), Verdict: events.VerdictNavigated, Element: elem, Match: res}
+	o.StepEnded(ctx, agent.HistoryItem{Step: 1, Source: agent.SourceReplay, StartedAt: t0, EndedAt: t0.Add(time.Second),
+		Actions: []agent.ActionRecord{click, {Name: "wait", Params: json.RawMessage(`{"seconds":1}`)}}})
+	o.StepEnded(ctx, agent.HistoryItem{Step: 2, Source: agent.SourceHeal, StartedAt: t0, EndedAt: t0.Add(time.Second)})
+	o.StepEnded(ctx, agent.HistoryItem{Step: 3, StartedAt: t0, EndedAt: t0.Add(time.Second)})
+	o.RunEnded(ctx, &agent.Result{Done: true, Steps: 3, Cache: &agent.CacheStats{Hits: 2, Misses: 1, Invalidated: 1, Stored: 1}}, nil)
+	if err := w.Close(); err != nil || o.Err() != nil {
+		t.Fatal(err, o.Err())
+	}
+	if _, err := VerifyFile(path); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	recs, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []Step
+	var run Run
+	for _, r := range recs {
+		switch r.Type {
+		case TypeStep:
+			var s Step
+			mustDecode(t, r.Data, &s)
+			steps = append(steps, s)
+		case TypeRun:
+			mustDecode(t, r.Data, &run)
+		}
+	}
+	if len(steps) != 3 || steps[0].Source != agent.SourceReplay || steps[1].Source != agent.SourceHeal || steps[2].Source != agent.SourceModel {
+		t.Fatalf("step sources %+v", steps)
+	}
+	a := steps[0].Actions[0]
+	if a.Element == nil || a.Element.Name != "Apply for this job" || a.Element.Hash != "0011" || a.Element.Attrs["id"] != "apply" {
+		t.Fatalf("element %+v", a.Element)
+	}
+	if a.Element.Attrs["title"] != "card <secret:card>" {
+		t.Fatalf("a secret in an element's attribute reached the trace: %q", a.Element.Attrs["title"])
+	}
+	if m := a.Match; m == nil || m.Strategy != match.ByRoleName || m.Score != 0.93 || !m.Unique || len(m.Candidates) != 2 || m.Candidates[1].Name != "Delete" {
+		t.Fatalf("match %+v", a.Match)
+	}
+	if w := steps[0].Actions[1]; w.Element != nil || w.Match != nil {
+		t.Fatalf("a wait has an element or match: %+v", w)
+	}
+	if run.Cache == nil || *run.Cache != (agent.CacheStats{Hits: 2, Misses: 1, Invalidated: 1, Stored: 1}) {
+		t.Fatalf("run cache %+v", run.Cache)
+	}
+
+	// The match is covered by the chain.
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(raw), `"score":0.93`, `"score":0.99`, 1)
+	if edited == string(raw) {
+		t.Fatal("no match score in the trace")
+	}
+	if _, err := Verify(strings.NewReader(edited)); !errors.Is(err, ErrTampered) {
+		t.Fatalf("an edited match score verified: %v", err)
+	}
+
+	// Without the cache the run record has no cache field.
+	if b, _ := json.Marshal(Run{}); strings.Contains(string(b), "cache") {
+		t.Fatalf("an empty run record names the cache: %s", b)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm/pricing"
+	"github.com/browseragent/browseragent/agent/match"
 	"github.com/browseragent/browseragent/events"
 )
 
@@ -24,15 +25,19 @@ type Tokens struct {
 // it. Screenshot is a path relative to the trace's directory; its SHA-256 is
 // recorded so that the report can tell a swapped image.
 type Step struct {
-	Step       int      `json:"step"`
-	URL        string   `json:"url,omitempty"`
-	Title      string   `json:"title,omitempty"`
-	Evaluation string   `json:"evaluation,omitempty"`
-	Memory     string   `json:"memory,omitempty"`
-	NextGoal   string   `json:"next_goal,omitempty"`
-	Actions    []Action `json:"actions,omitempty"`
-	Error      string   `json:"error,omitempty"`
-	DurationMS float64  `json:"duration_ms"`
+	Step int `json:"step"`
+	// Source says where the step's actions came from: "" the model,
+	// "replay" a recorded run replayed without it, "heal" the model mending
+	// one replayed step, "cache" the action cache instead of a model call.
+	Source     agent.StepSource `json:"source,omitempty"`
+	URL        string           `json:"url,omitempty"`
+	Title      string           `json:"title,omitempty"`
+	Evaluation string           `json:"evaluation,omitempty"`
+	Memory     string           `json:"memory,omitempty"`
+	NextGoal   string           `json:"next_goal,omitempty"`
+	Actions    []Action         `json:"actions,omitempty"`
+	Error      string           `json:"error,omitempty"`
+	DurationMS float64          `json:"duration_ms"`
 	Tokens
 	// Cost is what the step's model calls cost (nil when it made none);
 	// Cost.Unpriced names the models whose price is unknown.
@@ -113,6 +118,14 @@ type Action struct {
 	// Mark is where the action landed (element box, point), in the
 	// viewport's CSS pixels of the step's observation.
 	Mark *agent.ActionMark `json:"mark,omitempty"`
+	// Element identifies the element the action targeted as the step
+	// observed it (tag, role, name, identifying attributes, XPath, hashes);
+	// nil for actions that target no element.
+	Element *match.Element `json:"element,omitempty"`
+	// Match says how a replayed or cached action's element was found on
+	// the page (strategy, score, unique or ambiguous, the candidates); nil
+	// when the model chose the element.
+	Match *match.Result `json:"match,omitempty"`
 }
 
 // Model is the data of a TypeModel record: one model call.
@@ -148,4 +161,7 @@ type Run struct {
 	// BudgetExceeded is the reason the run stopped when Settings.MaxCost
 	// or MaxTokens stopped it, in the words of Errors' last entry.
 	BudgetExceeded string `json:"budget_exceeded,omitempty"`
+	// Cache is what the action cache did in the run (hits, misses,
+	// invalidated and stored entries); nil when the cache was off.
+	Cache *agent.CacheStats `json:"cache,omitempty"`
 }
