@@ -382,7 +382,7 @@ func (r *replayer) check(st *events.BrowserState, idx, from int) ([]ActionCall, 
 		}
 		c := ra.call
 		var m *match.Result
-		if ra.rec.Name == "extract" && r.opt.Model == nil && r.a.set.ExtractModel == nil {
+		if ra.rec.Name == "extract" && r.a.extractModel == nil {
 			return nil, nil, nil, r.errAt(idx, ra.pos, st, fmt.Errorf("%w: extract asks a model a question about the page", ErrReplayNeedsModel))
 		}
 		if e := ra.rec.Element; e != nil && paramIndex(c.Params) > 0 {
