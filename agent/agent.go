@@ -146,6 +146,11 @@ type Agent struct {
 	// is a source's reason to end the Run after the current step.
 	sources []stepSource
 	halt    error
+	// cache is the action cache's source (Settings.Cache), nil when off;
+	// stepDoneOnly marks a step that may only call done (the cache then
+	// keeps out of it).
+	cache        *cacheSource
+	stepDoneOnly bool
 }
 
 // New returns an agent for task, driving model over b (a *session.Session,
@@ -218,6 +223,11 @@ func newAgent(task string, model llm.Model, b Browser, set Settings) (*Agent, er
 	a.tasks = []string{task}
 	a.history.Task = task
 	a.loop = newLoopDetector(set.LoopWindow, set.LoopNudges)
+	if set.Cache != nil {
+		// After any replay source: a replayed step is the recording's.
+		a.cache = newCacheSource(a, set.Cache)
+		a.sources = append(a.sources, a.cache)
+	}
 	return a, nil
 }
 
@@ -304,6 +314,9 @@ func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
 	}()
 
 	res := &Result{}
+	if a.cache != nil {
+		res.Cache = a.cache.startRun()
+	}
 	a.meter.startRun()
 	a.asked = nil // a policy asks once per page and Run (a follow-up task asks again)
 	a.runCtx = ctx
@@ -535,6 +548,7 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 	defer cancel()
 
 	forceDone := lastStep || a.failures >= a.set.MaxFailures
+	a.stepDoneOnly = forceDone
 	var (
 		st          events.BrowserState
 		handoffNote string

@@ -199,6 +199,17 @@ type Settings struct {
 	// SensitiveDataByDomain maps a domain pattern (DomainMatcher) to secrets
 	// usable only on pages matching it.
 	SensitiveDataByDomain map[string]map[string]string
+	// Cache, when set, is the action cache: before each model call the
+	// step's key (the tasks, the page's fingerprint and the actions the
+	// run ran so far; see docs/replay.md) is looked up, and a hit's actions
+	// run instead of calling the model, their elements found again on the
+	// page (agent/match); a miss asks the model and stores its step when
+	// every action ran. Entries record the model and prompt version and are
+	// not used under another. Only actions that act on the page are cached
+	// (never done, extract, request_human or other reads). A failing cache
+	// is a miss, logged; it never fails the run. Result.Cache counts hits
+	// and misses. Default nil: no cache. NewDirCache is a directory cache.
+	Cache ActionCache
 	// Approver is asked before each action runs. Default: allow everything.
 	Approver Approver
 	// Human, when set, is the person the browser can be handed to: the

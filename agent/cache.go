@@ -1,0 +1,589 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/browseragent/browseragent/agent/match"
+	"github.com/browseragent/browseragent/events"
+)
+
+// The action cache (Settings.Cache): a model step's actions, stored under
+// the page they were chosen on, answer the same step of a later run
+// without a model call. See docs/replay.md, "Action cache".
+
+// Errors of an ActionCache. The agent never fails a run on them: a cache
+// that cannot answer is a miss, logged.
+var (
+	// ErrCacheMiss: Get found no entry under the key.
+	ErrCacheMiss = errors.New("agent: action cache: no entry")
+	// ErrCacheCorrupt is wrapped by Get's error for an entry that cannot be
+	// read back (bad JSON, another key's entry, too large, another
+	// format); the next Put under the key replaces it.
+	ErrCacheCorrupt = errors.New("agent: action cache: corrupt entry")
+	// ErrCacheEntryTooLarge is wrapped by Put's error for an entry over the
+	// cache's size bound; nothing is written.
+	ErrCacheEntryTooLarge = errors.New("agent: action cache: entry too large")
+)
+
+// CacheFormat is the version of CacheEntry's layout; an entry of another
+// format is a corrupt one (a miss, replaced on the next Put).
+const CacheFormat = 1
+
+// DefaultCacheEntryMaxBytes bounds one DirCache entry's file.
+const DefaultCacheEntryMaxBytes = 256 << 10
+
+// ActionCache stores the actions of model steps under a key the agent
+// computes (CacheKey). Implementations must be safe for concurrent use by
+// several agents. Errors are reported to the agent, which logs them and
+// treats the step as a miss: a broken cache never fails a run.
+type ActionCache interface {
+	// Get returns the entry stored under key, or an error wrapping
+	// ErrCacheMiss when there is none.
+	Get(ctx context.Context, key string) (*CacheEntry, error)
+	// Put stores e under key, replacing any entry there.
+	Put(ctx context.Context, key string, e *CacheEntry) error
+}
+
+// CacheEntry is one cached step: the actions a model chose on a page, and
+// what they came from.
+type CacheEntry struct {
+	// Format is CacheFormat.
+	Format int `json:"format"`
+	// Key is the key the entry was stored under (a file named for another
+	// key is corrupt).
+	Key string `json:"key"`
+	// Model is the model's name (llm.Model.Name) and PromptVersion the
+	// digest of what decides its answers (see CacheKey); an entry whose
+	// model or prompt version is not the run's is not used (counted in
+	// CacheStats.Invalidated) and is overwritten by the next Put.
+	Model         string `json:"model"`
+	PromptVersion string `json:"prompt_version"`
+	// Page is the fingerprint of the page the actions were chosen on, for a
+	// reader of the file (the key holds it).
+	Page string `json:"page,omitempty"`
+	// Created is when the entry was stored.
+	Created time.Time `json:"created"`
+	// The model's reply, as the next steps' history shows it (thinking is
+	// not kept).
+	EvaluationPreviousGoal string `json:"evaluation_previous_goal,omitempty"`
+	Memory                 string `json:"memory,omitempty"`
+	NextGoal               string `json:"next_goal,omitempty"`
+	// Actions are the step's actions, in order.
+	Actions []CachedAction `json:"actions"`
+}
+
+// CachedAction is one action of a cached step. Params keep <secret>
+// placeholders, never a secret's value; an element action's "index" is
+// the recorded run's and is replaced, on a hit, by the index of the
+// element Element identifies on the new page (agent/match).
+type CachedAction struct {
+	Name    string          `json:"name"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Element *match.Element  `json:"element,omitempty"`
+}
+
+// DirCache is an ActionCache in a directory: one JSON file per entry,
+// named for the SHA-256 of its key. Writes go to a temporary file renamed
+// into place, so several agents and processes may share the directory: a
+// reader sees a whole entry or none, and the last writer wins. Files are
+// created 0600 (an entry holds what the run typed, secrets excepted).
+type DirCache struct {
+	dir string
+	// MaxEntryBytes bounds an entry's file: Put refuses a larger entry
+	// (ErrCacheEntryTooLarge) and Get reads a larger file as corrupt.
+	// Default (0) DefaultCacheEntryMaxBytes.
+	MaxEntryBytes int64
+}
+
+// NewDirCache returns a cache in dir, creating the directory (0700) if
+// needed.
+func NewDirCache(dir string) (*DirCache, error) {
+	if strings.TrimSpace(dir) == "" {
+		return nil, fmt.Errorf("%w: the action cache needs a directory", ErrSettings)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("agent: action cache: %w", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("agent: action cache: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%w: action cache %s is not a directory", ErrSettings, dir)
+	}
+	return &DirCache{dir: dir}, nil
+}
+
+// Dir returns the cache's directory.
+func (c *DirCache) Dir() string { return c.dir }
+
+func (c *DirCache) maxBytes() int64 {
+	if c.MaxEntryBytes > 0 {
+		return c.MaxEntryBytes
+	}
+	return DefaultCacheEntryMaxBytes
+}
+
+// path is key's file: the key is hashed, so any key is a safe file name.
+func (c *DirCache) path(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return filepath.Join(c.dir, hex.EncodeToString(sum[:16])+".json")
+}
+
+// Get implements ActionCache.
+func (c *DirCache) Get(ctx context.Context, key string) (*CacheEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(c.path(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrCacheMiss
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent: action cache: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, c.maxBytes()+1))
+	if err != nil {
+		return nil, fmt.Errorf("agent: action cache: %w", err)
+	}
+	if int64(len(b)) > c.maxBytes() {
+		return nil, fmt.Errorf("%w: over %d bytes", ErrCacheCorrupt, c.maxBytes())
+	}
+	var e CacheEntry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCacheCorrupt, err)
+	}
+	switch {
+	case e.Format != CacheFormat:
+		return nil, fmt.Errorf("%w: format %d, want %d", ErrCacheCorrupt, e.Format, CacheFormat)
+	case e.Key != key:
+		return nil, fmt.Errorf("%w: the file holds another key's entry", ErrCacheCorrupt)
+	}
+	return &e, nil
+}
+
+// Put implements ActionCache.
+func (c *DirCache) Put(ctx context.Context, key string, e *CacheEntry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if e == nil {
+		return errors.New("agent: action cache: nil entry")
+	}
+	cp := *e
+	cp.Format, cp.Key = CacheFormat, key
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // placeholders stay readable: <secret>name</secret>
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(&cp); err != nil {
+		return fmt.Errorf("agent: action cache: %w", err)
+	}
+	b := buf.Bytes()
+	if int64(len(b)) > c.maxBytes() {
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrCacheEntryTooLarge, len(b), c.maxBytes())
+	}
+	tmp, err := os.CreateTemp(c.dir, ".entry-*.tmp")
+	if err != nil {
+		return fmt.Errorf("agent: action cache: %w", err)
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("agent: action cache: %w", err)
+	}
+	// Rename is atomic: a concurrent Get reads the old entry or this one.
+	if err := os.Rename(tmp.Name(), c.path(key)); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("agent: action cache: %w", err)
+	}
+	return nil
+}
+
+// cacheableActions are the built-in actions a cached step may hold: each
+// acts on the page, and what it does is decided by its parameters and its
+// element alone. Left out, so that a step holding one is never stored:
+//   - done: its answer comes from page content the fingerprint does not
+//     cover (and it would end a later run on a stale answer);
+//   - extract, dropdown_options, search_page, find_elements, screenshot,
+//     evaluate, read_file: they read something for the model, which a
+//     skipped model call would never read (evaluate also runs script);
+//   - write_file, replace_file, save_as_pdf: their content comes from what
+//     the model read before, or is a file of the page as it is now;
+//   - request_human: a person's help is not repeatable;
+//   - switch_tab, close_tab: tab ids belong to one browser;
+//   - any action not built in (or replaced by the caller's own under a
+//     built-in name): what it reads or does is unknown.
+//
+// A click on coordinates is left out too: a point depends on the layout.
+var cacheableActions = map[string]bool{
+	"navigate": true, "search": true, "go_back": true, "wait": true,
+	"click": true, "input": true, "upload_file": true, "scroll": true,
+	"send_keys": true, "find_text": true, "select_dropdown": true, "hover": true,
+}
+
+// cacheable reports whether action c may be stored in or run from the cache.
+func (a *Agent) cacheable(c ActionCall) (ActionSpec, bool) {
+	if !cacheableActions[c.Name] {
+		return ActionSpec{}, false
+	}
+	spec, ok := a.spec(c.Name)
+	if !ok {
+		return ActionSpec{}, false
+	}
+	if _, alt := a.alts[c.Name]; !spec.builtin && !alt {
+		return ActionSpec{}, false
+	}
+	if hasCoordinates(c.Params) {
+		return ActionSpec{}, false
+	}
+	return spec, true
+}
+
+// cacheSource is the action cache as a step source (source.go). It is
+// owned by the Run goroutine.
+type cacheSource struct {
+	a     *Agent
+	c     ActionCache
+	stats *CacheStats // this Run's, in Result.Cache
+	// The step that asked the cache (step < 0: none yet): its key and
+	// prompt version for the Put after a miss, the matches of a hit.
+	step    int
+	key     string
+	version string
+	hit     bool
+	matches []*match.Result
+}
+
+func newCacheSource(a *Agent, c ActionCache) *cacheSource {
+	return &cacheSource{a: a, c: c, step: -1, stats: &CacheStats{}}
+}
+
+// startRun starts this Run's counts and returns them (Result.Cache).
+func (s *cacheSource) startRun() *CacheStats {
+	s.stats = &CacheStats{}
+	return s.stats
+}
+
+// next implements stepSource: a hit answers the step with the cached
+// actions, their elements found again on this page.
+func (s *cacheSource) next(ctx context.Context, st *events.BrowserState, item *HistoryItem) (*AgentOutput, StepSource, []string, bool, error) {
+	s.step, s.hit, s.matches = -1, false, nil
+	a := s.a
+	// A step that may only call done, or whose model call another source
+	// asked for (a heal, with its own nudges), is the model's.
+	if a.stepDoneOnly || item.Source != SourceModel || st.Fingerprint == "" {
+		return nil, "", nil, false, nil
+	}
+	s.step, s.key, s.version = item.Step, a.cacheKey(st), a.promptVersion(st.URL)
+	log := a.log.With(zap.Int("step", item.Step), zap.String("cache_key", s.key[:16]))
+	e, err := s.c.Get(ctx, s.key)
+	switch {
+	case errors.Is(err, ErrCacheMiss):
+		s.stats.Misses++
+		return nil, "", nil, false, nil
+	case err != nil:
+		log.Warn("agent: action cache: lookup failed; asking the model", zap.Error(err))
+		s.stats.Misses++
+		return nil, "", nil, false, nil
+	case e.Model != a.model.Name() || e.PromptVersion != s.version:
+		log.Info("agent: action cache: entry from another model or prompt version", zap.String("entry_model", e.Model))
+		s.stats.Invalidated++
+		s.stats.Misses++
+		return nil, "", nil, false, nil
+	}
+	out, matches, why := a.fromCache(e, st)
+	if out == nil {
+		log.Info("agent: action cache: entry not usable on this page; asking the model", zap.String("reason", why))
+		s.stats.Misses++
+		return nil, "", nil, false, nil
+	}
+	s.stats.Hits++
+	s.hit, s.matches = true, matches
+	log.Debug("agent: action cache: hit", zap.Int("actions", len(out.Action)))
+	return out, SourceCache, nil, true, nil
+}
+
+// fromCache turns an entry into the step's output for the page in st:
+// every action must be cacheable, offered here and valid, and every
+// element action's element found uniquely (an ambiguous match is a miss).
+// It returns nil and the reason when the entry cannot be used.
+func (a *Agent) fromCache(e *CacheEntry, st *events.BrowserState) (*AgentOutput, []*match.Result, string) {
+	if len(e.Actions) == 0 {
+		return nil, nil, "no actions"
+	}
+	offered := map[string]bool{}
+	for _, sp := range a.offered(st.URL, false) {
+		offered[sp.Name] = true
+	}
+	out := &AgentOutput{EvaluationPreviousGoal: e.EvaluationPreviousGoal, Memory: e.Memory, NextGoal: e.NextGoal}
+	matches := make([]*match.Result, len(e.Actions))
+	for i, ca := range e.Actions {
+		c := ActionCall{Name: ca.Name, Params: ca.Params}
+		spec, ok := a.cacheable(c)
+		if !ok || !offered[c.Name] {
+			return nil, nil, fmt.Sprintf("action %d (%s) is not offered or not cacheable", i+1, c.Name)
+		}
+		if ca.Element != nil {
+			if !spec.TargetsIndex {
+				return nil, nil, fmt.Sprintf("action %d (%s) names an element but takes none", i+1, c.Name)
+			}
+			r := match.Find(*ca.Element, st.Elements)
+			if !r.Found() || !r.Unique || r.Ambiguous {
+				return nil, nil, fmt.Sprintf("action %d (%s): its element was not found uniquely (%d candidates)", i+1, c.Name, len(r.Candidates))
+			}
+			p, err := withIndex(c.Params, r.Index)
+			if err != nil {
+				return nil, nil, fmt.Sprintf("action %d (%s): %v", i+1, c.Name, err)
+			}
+			c.Params = p
+			matches[i] = &r
+		} else if spec.TargetsIndex && paramIndex(c.Params) > 0 {
+			return nil, nil, fmt.Sprintf("action %d (%s) has an index but no recorded element", i+1, c.Name)
+		}
+		if err := ValidateJSON(spec.Params, orEmpty(c.Params)); err != nil {
+			return nil, nil, fmt.Sprintf("action %d (%s): %v", i+1, c.Name, err)
+		}
+		out.Action = append(out.Action, c)
+	}
+	return out, matches, ""
+}
+
+// withIndex returns params with "index" set to idx, the other keys kept.
+func withIndex(params json.RawMessage, idx int) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(params)) > 0 {
+		if err := json.Unmarshal(params, &m); err != nil {
+			return nil, fmt.Errorf("params: %w", err)
+		}
+	}
+	m["index"] = json.RawMessage(fmt.Sprint(idx))
+	return json.Marshal(m)
+}
+
+// stepped implements stepSource: a hit's records get their matches; a
+// model step the cache missed is stored when every action ran.
+func (s *cacheSource) stepped(ctx context.Context, st *events.BrowserState, out *AgentOutput, item *HistoryItem) error {
+	if s.step < 0 || item.Step != s.step {
+		return nil // the cache was not asked on this step
+	}
+	if s.hit {
+		for i := range item.Actions {
+			if i < len(s.matches) {
+				item.Actions[i].Match = s.matches[i]
+			}
+		}
+		return nil
+	}
+	e, why := s.a.toCache(out, item)
+	if e == nil {
+		if why != "" {
+			s.a.log.Debug("agent: action cache: step not stored", zap.Int("step", item.Step), zap.String("reason", why))
+		}
+		return nil
+	}
+	e.Model, e.PromptVersion, e.Page, e.Created = s.a.model.Name(), s.version, s.a.secrets.scrub(st.Fingerprint), s.a.set.Now()
+	if err := s.c.Put(ctx, s.key, e); err != nil {
+		s.a.log.Warn("agent: action cache: could not store the step", zap.Int("step", item.Step), zap.Error(err))
+		return nil
+	}
+	s.stats.Stored++
+	return nil
+}
+
+// toCache is the entry for a model step, or nil and why it is not stored:
+// a step is stored only when the model chose it, none of its actions was
+// dropped, failed, denied or stopped by a fence, and every action is
+// cacheable with its element recorded.
+func (a *Agent) toCache(out *AgentOutput, item *HistoryItem) (*CacheEntry, string) {
+	switch {
+	case item.Source != SourceModel || out == nil || item.Output != out:
+		return nil, "not a model step"
+	case item.Error != "":
+		return nil, "the step failed"
+	case len(out.Dropped) > 0:
+		return nil, "actions were dropped"
+	case len(item.Actions) != len(out.Action):
+		return nil, "the batch stopped early"
+	}
+	e := &CacheEntry{
+		EvaluationPreviousGoal: a.secrets.scrub(out.EvaluationPreviousGoal),
+		Memory:                 a.secrets.scrub(out.Memory),
+		NextGoal:               a.secrets.scrub(out.NextGoal),
+	}
+	for i, c := range out.Action {
+		rec := item.Actions[i]
+		if rec.Error != "" || rec.Denied {
+			return nil, fmt.Sprintf("action %d (%s) failed", i+1, c.Name)
+		}
+		spec, ok := a.cacheable(c)
+		if !ok || rec.Result.ReadOnce != "" || rec.Result.WantScreenshot {
+			return nil, fmt.Sprintf("action %d (%s) is not cacheable", i+1, c.Name)
+		}
+		if spec.TargetsIndex && paramIndex(c.Params) > 0 && rec.Element == nil {
+			return nil, fmt.Sprintf("action %d (%s): its element was not recorded", i+1, c.Name)
+		}
+		params, err := a.scrubParams(c.Params)
+		if err != nil {
+			return nil, fmt.Sprintf("action %d (%s): %v", i+1, c.Name, err)
+		}
+		ca := CachedAction{Name: c.Name, Params: params}
+		if rec.Element != nil {
+			el := *rec.Element
+			ca.Element = &el
+		}
+		e.Actions = append(e.Actions, ca)
+	}
+	return e, ""
+}
+
+// scrubParams re-encodes params with every string scrubbed of secrets
+// (placeholders kept, never a value) and without HTML escapes, so that a
+// placeholder reads as <secret>name</secret> in the file.
+func (a *Agent) scrubParams(params json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(params)) == 0 {
+		return nil, nil
+	}
+	var v any
+	if err := json.Unmarshal(params, &v); err != nil {
+		return nil, fmt.Errorf("params: %w", err)
+	}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			return a.secrets.scrub(x)
+		case map[string]any:
+			for k, e := range x {
+				x[k] = walk(e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = walk(e)
+			}
+		}
+		return v
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(walk(v)); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(bytes.TrimSpace(buf.Bytes())), nil
+}
+
+// cacheKeyPrefix versions the key's layout.
+const cacheKeyPrefix = "browseragent action cache v1\n"
+
+// cacheKey is the key of the step about to be decided on the page in st:
+// the hex SHA-256 of
+//
+//	"browseragent action cache v1\n"
+//	"task\n" + each task of the run (the first and follow-ups), each
+//	         followed by "\n\x00"
+//	"page\n" + st.Fingerprint + "\n"   (URL#m<mutations>/e<elements>)
+//	"progress\n" + one line per action the run ran so far, step 0
+//	         included, in order, waits left out: name, the parameters as
+//	         canonical JSON with "index" replaced by what the element
+//	         looked like (tag|role|accessible name), and ok or failed
+//
+// The progress tells apart the same page seen at two points of a run (a
+// form before and after it was filled). Indexes are left out because
+// they differ between runs; a run that did anything differently, so far,
+// gets other keys from then on.
+func (a *Agent) cacheKey(st *events.BrowserState) string {
+	h := sha256.New()
+	io.WriteString(h, cacheKeyPrefix)
+	io.WriteString(h, "task\n")
+	a.mu.Lock()
+	for _, t := range a.tasks {
+		io.WriteString(h, t+"\n\x00")
+	}
+	items := a.history.Items
+	var lines []string
+	for _, it := range items {
+		for _, r := range it.Actions {
+			if r.Name != "wait" { // how long a page took to load is no progress
+				lines = append(lines, progressLine(r))
+			}
+		}
+	}
+	a.mu.Unlock()
+	io.WriteString(h, "page\n"+st.Fingerprint+"\n")
+	io.WriteString(h, "progress\n")
+	for _, l := range lines {
+		io.WriteString(h, l+"\n")
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// progressLine is one action of the key's progress.
+func progressLine(r ActionRecord) string {
+	params := "{}"
+	var m map[string]any
+	if len(bytes.TrimSpace(r.Params)) > 0 && json.Unmarshal(r.Params, &m) == nil {
+		if _, ok := m["index"]; ok && r.Element != nil {
+			m["index"] = r.Element.Tag + "|" + r.Element.Role + "|" + r.Element.Name
+		}
+		if b, err := json.Marshal(m); err == nil { // map keys sorted
+			params = string(b)
+		}
+	}
+	status := "ok"
+	if r.Error != "" {
+		status = "failed"
+	}
+	return r.Name + " " + params + " " + status
+}
+
+// promptDigest digests the embedded prompt templates once.
+var promptDigest = sync.OnceValue(func() string {
+	h := sha256.New()
+	names, _ := fs.Glob(promptFS, "prompts/*")
+	sort.Strings(names)
+	for _, n := range names {
+		b, _ := promptFS.ReadFile(n)
+		io.WriteString(h, n+"\n")
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+})
+
+// promptVersion digests what decides the model's answers besides the page
+// and the task: the prompt templates, the system prompt with its action
+// list, the reply schema of the actions offered on url (so the reply mode,
+// the planning fields and the action schema form), the output schema and
+// the vision mode. An entry of another version is invalidated.
+func (a *Agent) promptVersion(url string) string {
+	h := sha256.New()
+	io.WriteString(h, promptDigest()+"\n")
+	text, actions := a.systemPrompt()
+	io.WriteString(h, text+"\x00"+actions+"\x00")
+	sch := replySchema(a.offered(url, false), a.set.MaxActionsPerStep, a.set.ReplyMode, a.set.planning(), a.set.ActionSchema)
+	if sch != nil {
+		h.Write(sch.JSON)
+	}
+	h.Write([]byte{0})
+	h.Write(a.outSch)
+	io.WriteString(h, "\x00"+string(a.set.Vision))
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
