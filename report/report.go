@@ -67,6 +67,11 @@ var page = sync.OnceValue(func() *template.Template {
 			return fmt.Sprintf("%.0f ms", v)
 		},
 		"reqStatus": reqStatus,
+		"source":    sourceLabel,
+		"matchText": matchText,
+		"matchCls":  matchClass,
+		"elemText":  elemText,
+		"candText":  candText,
 		"reqClass":  reqClass,
 		"secs":      func(v float64) string { return fmt.Sprintf("%.1f s", v/1000) },
 		"join":      strings.Join,
@@ -120,6 +125,9 @@ type Data struct {
 	// FramesTotal is how many frames the recording holds (Frames may be a
 	// sample of them).
 	FramesTotal int
+	// Sources counts where the steps' actions came from (model, replay,
+	// heal, cache) and the model calls that saved.
+	Sources Sources
 }
 
 // Frame is one screencast frame ready to embed.
@@ -220,6 +228,7 @@ func Load(path string) (*Data, error) {
 	dir := filepath.Dir(path)
 	kinds := map[string]*KindCount{}
 	runs := 0
+	calls := map[stepKey]int{} // the model calls made for a step
 	for _, r := range recs {
 		switch r.Type {
 		case trace.TypeOpen:
@@ -247,6 +256,9 @@ func Load(path string) (*Data, error) {
 			var m trace.Model
 			if json.Unmarshal(r.Data, &m) == nil {
 				d.Models = append(d.Models, m)
+				if m.Purpose == "" || m.Purpose == "step" {
+					calls[stepKey{runs, m.Step}]++
+				}
 			}
 		case trace.TypeBus:
 			if r.Phase == "dispatched" && r.Kind == events.RequestBlocked.Name {
@@ -275,6 +287,11 @@ func Load(path string) (*Data, error) {
 	}
 	sort.Slice(d.Kinds, func(i, j int) bool { return d.Kinds[i].Kind < d.Kinds[j].Kind })
 	addEvidence(dir, d.Steps)
+	var cache *agent.CacheStats
+	if d.Run != nil {
+		cache = d.Run.Cache
+	}
+	d.Sources = sumSources(d.Steps, calls, cache)
 	d.Frames, d.FramesTotal = loadFrames(filepath.Join(dir, FramesDir))
 	return d, nil
 }

@@ -1,0 +1,133 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/browseragent/browseragent/agent"
+	"github.com/browseragent/browseragent/agent/match"
+)
+
+// Sources sums up where a run's steps came from: the model, a replayed
+// recording, the model healing a replayed step, the action cache.
+type Sources struct {
+	Model, Replayed, Healed, Cached int
+	// Saved is how many steps ran without a model call because a replay
+	// or the action cache answered: each saved one.
+	Saved int
+	// Cache is the run's action cache counts (trace.Run.Cache); nil when
+	// the cache was off.
+	Cache *agent.CacheStats
+}
+
+// Shown reports whether the summary says anything a plain model run does
+// not: a step from elsewhere than the model, or the cache on.
+func (s Sources) Shown() bool { return s.Replayed+s.Healed+s.Cached > 0 || s.Cache != nil }
+
+// stepKey names a step in a trace that may hold several tasks' runs.
+type stepKey struct{ run, step int }
+
+// sumSources counts the steps' sources; calls are the model calls made
+// for each step (its own, purpose "step"), by step.
+func sumSources(steps []Step, calls map[stepKey]int, cache *agent.CacheStats) Sources {
+	s := Sources{Cache: cache}
+	for _, st := range steps {
+		switch st.Source {
+		case agent.SourceReplay:
+			s.Replayed++
+		case agent.SourceHeal:
+			s.Healed++
+		case agent.SourceCache:
+			s.Cached++
+		default:
+			s.Model++
+		}
+		if (st.Source == agent.SourceReplay || st.Source == agent.SourceCache) && calls[stepKey{st.RunIndex, st.Step.Step}] == 0 {
+			s.Saved++
+		}
+	}
+	return s
+}
+
+// sourceLabel is a step's source badge; "" for the model's own steps.
+func sourceLabel(src agent.StepSource) string {
+	switch src {
+	case agent.SourceModel:
+		return ""
+	case agent.SourceReplay:
+		return "replayed"
+	case agent.SourceHeal:
+		return "healed by the model"
+	case agent.SourceCache:
+		return "from the cache"
+	}
+	return "from " + string(src)
+}
+
+// matchText words how a replayed or cached action's element was found:
+// "found by stable_hash, score 0.93", "ambiguous: chosen by position,
+// score 0.60", "not found".
+func matchText(r *match.Result) string {
+	if r == nil {
+		return ""
+	}
+	switch {
+	case r.Found() && r.Ambiguous:
+		return fmt.Sprintf("ambiguous: several elements match; chosen by %s, score %.2f", r.Strategy, r.Score)
+	case r.Found():
+		return fmt.Sprintf("found by %s, score %.2f", r.Strategy, r.Score)
+	case r.Ambiguous:
+		return "ambiguous: several elements match and none could be chosen"
+	}
+	return "not found"
+}
+
+// matchClass is the match line's class: match-ambiguous, match-missing or
+// match-unique.
+func matchClass(r *match.Result) string {
+	switch {
+	case r == nil:
+		return ""
+	case r.Ambiguous:
+		return "match-ambiguous"
+	case !r.Found():
+		return "match-missing"
+	}
+	return "match-unique"
+}
+
+// elemText describes a recorded element: its tag, role and name.
+func elemText(e *match.Element) string {
+	if e == nil {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("<" + e.Tag + ">")
+	if e.Role != "" && e.Role != e.Tag {
+		b.WriteString(" " + e.Role)
+	}
+	if e.Name != "" {
+		fmt.Fprintf(&b, " %q", e.Name)
+	}
+	if e.Similar > 1 {
+		fmt.Fprintf(&b, " (%d of %d alike)", e.Ordinal, e.Similar)
+	}
+	return b.String()
+}
+
+// candText describes one candidate the matcher considered.
+func candText(c match.Candidate) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%d] <%s>", c.Index, c.Tag)
+	if c.Role != "" && c.Role != c.Tag {
+		b.WriteString(" " + c.Role)
+	}
+	if c.Name != "" {
+		fmt.Fprintf(&b, " %q", c.Name)
+	}
+	fmt.Fprintf(&b, ", score %.2f", c.Score)
+	if c.Conflict != "" {
+		b.WriteString(", ruled out: its " + c.Conflict + " differs")
+	}
+	return b.String()
+}
