@@ -1,0 +1,117 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/browseragent/browseragent/agent"
+	"github.com/browseragent/browseragent/agent/llm/scripted"
+	"github.com/browseragent/browseragent/internal/demosite"
+)
+
+// The demo's application, recorded once on the original careers site with
+// the scripted model, replays in real Chromium on every other version of
+// the site: with no model call where ids were renamed, a banner inserted
+// or rows reordered; with exactly one heal call where the Apply link moved
+// into a "More" menu; and it fails naming the recorded step where the
+// posting is closed. The site counts applications: each replay submits
+// once.
+func TestReplayDemoSiteVersions(t *testing.T) {
+	_, s := newSession(t)
+	cv := filepath.Join(t.TempDir(), demosite.CVName)
+	if err := os.WriteFile(cv, []byte(demosite.CVText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	orig, err := demosite.Start(demosite.Original)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { orig.Close() })
+	model := scripted.New(demosite.Script(cv))
+	set := settings(t)
+	set.AvailableFilePaths = []string{cv}
+	set.MaxSteps = 15
+	a := newAgent(t, demosite.Task+" The site is at "+orig.URL()+"/", model, s, set)
+	start := time.Now()
+	res := run(t, a, model)
+	recorded := time.Since(start)
+	if !res.Success || len(orig.Applications()) != 1 {
+		t.Fatalf("recording: %+v, %d applications", res, len(orig.Applications()))
+	}
+	rec := a.History()
+	t.Logf("recorded: %d steps in %s", len(rec.Items), recorded.Round(time.Millisecond))
+
+	for _, tc := range []struct {
+		v     demosite.Version
+		heal  bool
+		calls int
+		fail  int // the recorded step that must fail (0: none)
+	}{
+		{v: demosite.Renamed},
+		{v: demosite.Banner},
+		{v: demosite.Reordered},
+		{v: demosite.Menu, heal: true, calls: 1},
+		{v: demosite.Closed, fail: 2},
+	} {
+		t.Run(string(tc.v), func(t *testing.T) {
+			site, err := demosite.Start(tc.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer site.Close()
+			opt := agent.ReplayOptions{
+				Settings:      agent.Settings{RunDir: t.TempDir(), AvailableFilePaths: []string{cv}},
+				Rebase:        map[string]string{orig.URL(): site.URL()},
+				SettleTimeout: 3 * time.Second,
+			}
+			var healer *scripted.Model
+			if tc.heal {
+				healer = scripted.New(demosite.HealScript())
+				opt.Model = healer
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			start := time.Now()
+			rr, err := agent.Replay(ctx, s, rec, opt)
+			took := time.Since(start)
+			if rr != nil {
+				for _, it := range rr.History.Items {
+					t.Logf("step %d %-6s %6s observe %s actions %s %s", it.Step, it.Source, it.EndedAt.Sub(it.StartedAt).Round(time.Millisecond), it.ObserveTime.Round(time.Millisecond), it.ActionsTime.Round(time.Millisecond), it.Error)
+				}
+			}
+			t.Logf("%s: replay took %s (recording %s)", tc.v, took.Round(time.Millisecond), recorded.Round(time.Millisecond))
+			if tc.fail > 0 {
+				var re *agent.ReplayError
+				if !errors.As(err, &re) || re.Step != tc.fail {
+					t.Fatalf("err %v, want a ReplayError at step %d", err, tc.fail)
+				}
+				if n := len(site.Applications()); n != 0 {
+					t.Fatalf("%d applications on the closed posting", n)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("replay: %v", err)
+			}
+			if rr.ModelCalls != tc.calls {
+				t.Fatalf("model calls %d, want %d", rr.ModelCalls, tc.calls)
+			}
+			if healer != nil && len(healer.Errors()) > 0 {
+				t.Fatalf("heal script: %v", healer.Errors())
+			}
+			if !rr.Result.Success {
+				t.Fatalf("result %+v", rr.Result)
+			}
+			if n := len(site.Applications()); n != 1 {
+				t.Fatalf("%d applications, want 1", n)
+			}
+			if app := site.Applications()[0]; app.Name != "Ada Lovelace" || app.CVName != demosite.CVName {
+				t.Fatalf("application %+v", app)
+			}
+		})
+	}
+}
