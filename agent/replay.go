@@ -17,8 +17,9 @@ package agent
 //     to the element found, and ActionRecord.Match says how. A match that
 //     fell back on position (Ambiguous) is put to Settings.Approver first
 //     (ApprovalRequest.Match); a denial fails the step as ambiguous.
-//   - Preconditions, per step, polled on fresh observations until they hold
-//     or ReplayOptions.SettleTimeout passes (no fixed pause): the page's URL
+//   - Preconditions, per step, polled on fresh observations (every 100 ms,
+//     no fixed pause) until they hold, or the page stayed unchanged for 1 s
+//     with them failing, or ReplayOptions.SettleTimeout passes: the page's URL
 //     matches the recorded one (after Rebase: same scheme and host, same
 //     path where path segments that look like ids — digits, UUIDs, long hex
 //     — match any id; the query and fragment are ignored), every element
@@ -128,8 +129,9 @@ type ReplayOptions struct {
 	// MaxHealCalls bounds the model calls per recorded step; 0:
 	// DefaultMaxHealCalls.
 	MaxHealCalls int
-	// SettleTimeout bounds the wait for a step's precondition; 0:
-	// DefaultSettleTimeout.
+	// SettleTimeout bounds the wait for a step's precondition (a page
+	// still changing is awaited up to it; a page unchanged for 1 s fails
+	// sooner); 0: DefaultSettleTimeout.
 	SettleTimeout time.Duration
 }
 

@@ -24,6 +24,10 @@ var errReplayComplete = errors.New("agent: replay complete")
 // precondition is awaited.
 const replayPoll = 100 * time.Millisecond
 
+// replayQuiet is how long a page must stay unchanged, with the
+// precondition still failing, before the step is given up on.
+const replayQuiet = time.Second
+
 // replayWaitBetweenActions replaces Settings.WaitBetweenActions in a
 // replay: the recorded batches are known to fit one observation, and the
 // fence still compares fingerprints before each element action.
@@ -326,15 +330,16 @@ func (r *replayer) healNudge(f *ReplayError) string {
 	return r.a.secrets.scrub(b.String())
 }
 
-// settle polls fresh observations until ok holds or SettleTimeout passes.
-// A page whose first observation did not satisfy ok must also show the
-// same fingerprint twice in a row before ok counts (it was still loading).
+// settle polls fresh observations until ok holds on a settled page (the
+// same fingerprint twice in a row), the page stays unchanged for
+// replayQuiet with ok still false (it is not going to change by itself:
+// the failure stands, and a heal need not wait), or SettleTimeout passes.
 func (r *replayer) settle(ctx context.Context, st *events.BrowserState, item *HistoryItem, ok func() bool) error {
 	if ok() {
 		return nil
 	}
 	deadline := time.Now().Add(r.opt.SettleTimeout)
-	prev := st.Fingerprint
+	prev, quietSince := st.Fingerprint, time.Now()
 	t := time.NewTimer(replayPoll)
 	defer t.Stop()
 	for time.Now().Before(deadline) {
@@ -349,10 +354,15 @@ func (r *replayer) settle(ctx context.Context, st *events.BrowserState, item *Hi
 		if err == nil {
 			*st = ns
 			item.State.URL, item.State.Title, item.State.Tabs, item.State.Fingerprint, item.State.DOMError = ns.URL, ns.Title, ns.Tabs, ns.Fingerprint, ns.Error
-			if ns.Fingerprint == prev && ok() {
+			same := ns.Fingerprint == prev && ns.Error == ""
+			if same && ok() {
 				return nil
 			}
-			prev = ns.Fingerprint
+			if !same {
+				prev, quietSince = ns.Fingerprint, time.Now()
+			} else if time.Since(quietSince) >= replayQuiet {
+				break
+			}
 		} else {
 			r.a.log.Debug("agent: replay re-observation failed", zap.Error(err))
 		}
