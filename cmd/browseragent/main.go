@@ -3,6 +3,7 @@
 //
 //	browseragent demo                    the offline demo (no key, no network)
 //	browseragent run "task" [flags]      run a task with a real model
+//	browseragent replay HISTORY [flags]  replay a recorded run without the model
 //	browseragent state URL [flags]       print what the model would see
 //	browseragent report TRACE [-o FILE]  turn a trace into an HTML report
 //	browseragent verify TRACE            check a trace's hash chain
@@ -50,6 +51,7 @@ func commands() []command {
 	return []command{
 		{"demo", "run the offline demo: a bundled site, a scripted model, a trace and a report", runDemo},
 		{"run", "run a task with a model (--model provider:name)", runTask},
+		{"replay", "run a recorded history.json again without the model (--dry-run prints the plan)", runReplay},
 		{"state", "print what the model would see: of URL (one-shot), or without URL of the open session", runStateCommand},
 		{"tokens", "print the prompt of a task's first step on a page (--url) with its tokens per part, without a model", runTokens},
 		{"report", "turn a trace into a self-contained HTML report", runReport},

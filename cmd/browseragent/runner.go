@@ -38,6 +38,24 @@ type runConfig struct {
 	// hand-off).
 	human    humanFlags
 	stdinTTY bool
+	// replay, when set, replays a recorded history instead of running the
+	// task with model (which, if set, heals; nil: no healing).
+	replay *replayConfig
+}
+
+// replayConfig is what a replay runs: the recording and its options (their
+// Settings are the run's).
+type replayConfig struct {
+	history *agent.History
+	opts    agent.ReplayOptions
+}
+
+// replaySummary is what a replay did, for the outcome (the run's result and
+// history are there already).
+type replaySummary struct {
+	Actions    []agent.ReplayedAction `json:"actions"`
+	ModelCalls int                    `json:"model_calls"`
+	Healed     int                    `json:"healed"`
 }
 
 // runOutcome is what a run leaves behind.
@@ -49,6 +67,8 @@ type runOutcome struct {
 	History string        `json:"history"`
 	// Budget says which budget stopped the run (--max-cost, --max-tokens).
 	Budget *agent.BudgetError `json:"budget_exceeded,omitempty"`
+	// Replay is what a replay did; nil for a model's run.
+	Replay *replaySummary `json:"replay,omitempty"`
 }
 
 // runAgent starts a browser, runs the task, and writes the trace, the
@@ -69,9 +89,15 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 	if cfg.reportPath != "" {
 		out.Report = cfg.reportPath
 	}
-	tw, err := trace.Create(out.Trace,
-		trace.WithSecrets(cfg.secrets),
-		trace.WithMetadata(map[string]any{"task": cfg.task, "model": cfg.model.Name(), "started": time.Now().UTC()}))
+	modelName := "none (replay)"
+	if cfg.model != nil {
+		modelName = cfg.model.Name()
+	}
+	meta := map[string]any{"task": cfg.task, "model": modelName, "started": time.Now().UTC()}
+	if cfg.replay != nil {
+		meta["replay"] = true
+	}
+	tw, err := trace.Create(out.Trace, trace.WithSecrets(cfg.secrets), trace.WithMetadata(meta))
 	if err != nil {
 		return nil, err
 	}
@@ -123,17 +149,34 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 			}
 		}()
 		var spans *telemetry.Run
-		ctx, spans = telemetry.Start(ctx, tp, cfg.task, cfg.model.Name())
+		ctx, spans = telemetry.Start(ctx, tp, cfg.task, modelName)
 		set.Observers = append(set.Observers, spans)
 	}
-	a, err := agent.New(cfg.task, cfg.model, s, set)
-	if err != nil {
-		hs.close()
-		stopSession(s)
-		closeTrace()
-		return nil, err
+	var (
+		res    *agent.Result
+		hist   *agent.History
+		runErr error
+	)
+	if cfg.replay != nil {
+		opts := cfg.replay.opts
+		opts.Settings, opts.Model = set, cfg.model
+		var rr *agent.ReplayResult
+		rr, runErr = agent.Replay(ctx, s, cfg.replay.history, opts)
+		if rr != nil {
+			res, hist = rr.Result, rr.History
+			out.Replay = &replaySummary{Actions: rr.Actions, ModelCalls: rr.ModelCalls, Healed: rr.Healed}
+		}
+	} else {
+		a, err := agent.New(cfg.task, cfg.model, s, set)
+		if err != nil {
+			hs.close()
+			stopSession(s)
+			closeTrace()
+			return nil, err
+		}
+		res, runErr = a.Run(ctx)
+		hist = a.History()
 	}
-	res, runErr := a.Run(ctx)
 	if err := hs.close(); err != nil {
 		fmt.Fprintf(os.Stderr, "live view: %v\n", err)
 	}
@@ -142,8 +185,10 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 	if err := traced.Err(); err != nil {
 		fmt.Fprintf(os.Stderr, "trace: %v\n", err)
 	}
-	if err := a.History().Save(out.History); err != nil && runErr == nil {
-		runErr = err
+	if hist != nil {
+		if err := hist.Save(out.History); err != nil && runErr == nil {
+			runErr = err
+		}
 	}
 	if err := stopSession(s); err != nil && runErr == nil {
 		runErr = err
@@ -172,11 +217,18 @@ func printStep(w io.Writer, it agent.HistoryItem) {
 	if it.Output != nil {
 		goal = it.Output.NextGoal
 	}
-	fmt.Fprintf(w, "step %d  %s\n", it.Step, oneLine(goal, 100))
+	src := ""
+	if it.Source != agent.SourceModel {
+		src = "[" + string(it.Source) + "] "
+	}
+	fmt.Fprintf(w, "step %d  %s%s\n", it.Step, src, oneLine(goal, 100))
 	for _, a := range it.Actions {
 		status := string(a.Verdict)
 		if a.Error != "" {
 			status = "error: " + oneLine(a.Error, 80)
+		}
+		if a.Match != nil && a.Match.Strategy != "" {
+			status += fmt.Sprintf(" (element found by %s)", a.Match.Strategy)
 		}
 		fmt.Fprintf(w, "  %-16s %s\n", a.Name, status)
 	}

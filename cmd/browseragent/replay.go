@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/browseragent/browseragent/agent"
+	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/agent/llm/providers"
+)
+
+// exitReplay is replay's (and demo --replay's) exit code when a recorded
+// step could not be replayed: its element is missing or ambiguous, its
+// page is not where the recording was, or its outcome differs, and no model
+// mended it. The error names the step, the action and the candidates.
+const exitReplay = 5
+
+// varFlags collects --var name=value pairs.
+type varFlags map[string]string
+
+func (v varFlags) String() string { return "" }
+
+func (v varFlags) Set(s string) error {
+	name, val, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("want name=value, got %q", s)
+	}
+	v[strings.TrimSpace(name)] = val
+	return nil
+}
+
+// rebaseFlags collects --rebase OLD_ORIGIN=NEW_ORIGIN pairs.
+type rebaseFlags map[string]string
+
+func (r rebaseFlags) String() string { return "" }
+
+func (r rebaseFlags) Set(s string) error {
+	from, to, ok := strings.Cut(s, "=")
+	if !ok {
+		return fmt.Errorf("want OLD_ORIGIN=NEW_ORIGIN, got %q", s)
+	}
+	o1, err := origin(from)
+	if err != nil {
+		return err
+	}
+	o2, err := origin(to)
+	if err != nil {
+		return err
+	}
+	r[o1] = o2
+	return nil
+}
+
+// origin returns scheme://host[:port] of an absolute http(s) URL.
+func origin(s string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%q is not an origin like https://example.com or http://127.0.0.1:8080", s)
+	}
+	return u.Scheme + "://" + u.Host, nil
+}
+
+// replayFlags are replay's own flags (demo --replay sets the same options
+// itself).
+type replayFlags struct {
+	vars          varFlags
+	rebase        rebaseFlags
+	maxHeal       int
+	settleTimeout time.Duration
+}
+
+func (f *replayFlags) register(fs *flag.FlagSet) {
+	f.vars, f.rebase = varFlags{}, rebaseFlags{}
+	fs.Var(f.vars, "var", "replace a recorded value: name=value (repeatable); --dry-run lists the names (typed text, selected options, uploaded files)")
+	fs.Var(f.rebase, "rebase", "replay on another origin: OLD_ORIGIN=NEW_ORIGIN, e.g. http://127.0.0.1:8080=https://staging.example.com (repeatable)")
+	fs.IntVar(&f.maxHeal, "max-heal-calls", agent.DefaultMaxHealCalls, "model calls allowed to mend one recorded step (with --model)")
+	fs.DurationVar(&f.settleTimeout, "settle-timeout", agent.DefaultSettleTimeout, "how long a step waits for its page (URL, element, settled) before it counts as broken")
+}
+
+func (f *replayFlags) options() (agent.ReplayOptions, error) {
+	if f.maxHeal < 1 {
+		return agent.ReplayOptions{}, usagef("--max-heal-calls must be at least 1")
+	}
+	if f.settleTimeout <= 0 {
+		return agent.ReplayOptions{}, usagef("--settle-timeout must be positive")
+	}
+	return agent.ReplayOptions{Vars: map[string]string(f.vars), Rebase: map[string]string(f.rebase),
+		MaxHealCalls: f.maxHeal, SettleTimeout: f.settleTimeout}, nil
+}
+
+func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	var bf browserFlags
+	bf.register(fs)
+	var rf replayFlags
+	rf.register(fs)
+	model := fs.String("model", "", "heal the steps that break with this model, as provider:name (default: none; a broken step ends the replay with exit code 5)")
+	baseURL := fs.String("base-url", "", "the heal model's API base URL (OpenAI-compatible servers, proxies)")
+	dryRun := fs.Bool("dry-run", false, "print the plan (steps, how each element will be matched, variables) and exit; no browser is started")
+	outDir := fs.String("out", "", "folder for the replay's trace, history, screenshots and report (default ./out/replay-TIMESTAMP)")
+	asJSON := fs.Bool("json", false, "print the result (or the plan) as JSON")
+	secrets := secretFlags{}
+	fs.Var(secrets, "secret-env", "the value of a recorded <secret>name</secret>, read from an environment variable: name=ENVVAR (repeatable); never stored")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: browseragent replay [flags] HISTORY.json")
+		fmt.Fprintln(stderr, "Runs a recorded run's actions again without the model (docs/replay.md). Exit codes: 0 replayed and")
+		fmt.Fprintln(stderr, "the recording's done succeeded, 1 failed otherwise, 2 bad command line, 5 a step could not be replayed.")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want the history file (history.json of a run's --out folder) as one argument")
+	}
+	opts, err := rf.options()
+	if err != nil {
+		return err
+	}
+	h, err := loadRecording(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	var m llm.Model
+	if *model != "" {
+		if m, err = providers.New(*model, providers.Options{BaseURL: *baseURL}); err != nil {
+			return err
+		}
+	} else if *baseURL != "" {
+		return usagef("--base-url needs --model")
+	}
+	opts.Model = m
+	plan, err := planRecording(h, opts)
+	if err != nil {
+		return err
+	}
+	if *dryRun {
+		if *asJSON {
+			printJSON(stdout, plan)
+			return nil
+		}
+		return plan.WriteText(stdout)
+	}
+	dir := *outDir
+	if dir == "" {
+		dir = filepath.Join("out", "replay-"+time.Now().UTC().Format("20060102-150405"))
+	}
+	out, err := runAgent(ctx, runConfig{
+		task: h.Task, model: m, browser: bf, outDir: dir,
+		settings: agent.Settings{AvailableFilePaths: uploadPaths(plan)},
+		quiet:    *asJSON || !isTerminal(stdout), secrets: secrets,
+		replay: &replayConfig{history: h, opts: opts},
+	}, stderr)
+	printReplayOutcome(stdout, out, *asJSON)
+	return replayExit(out, err)
+}
+
+// loadRecording reads a history file and says what is wrong with it in
+// words.
+func loadRecording(path string) (*agent.History, error) {
+	h, err := agent.LoadHistory(path)
+	if err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("no history file %s", path)
+		case errors.As(err, &se), errors.As(err, &te), strings.Contains(err.Error(), "unknown field"), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, fmt.Errorf("%s is not a history written by browseragent (run's or demo's --out folder has history.json): %w", path, err)
+		}
+		return nil, err
+	}
+	return h, nil
+}
+
+// planRecording plans the replay, turning a bad --var into a usage error
+// and an empty recording into words.
+func planRecording(h *agent.History, opts agent.ReplayOptions) (*agent.ReplayPlan, error) {
+	plan, err := agent.PlanReplay(h, opts)
+	switch {
+	case errors.Is(err, agent.ErrReplayVars):
+		return nil, usagef("--var: %v", err)
+	case errors.Is(err, agent.ErrReplayEmpty):
+		return nil, fmt.Errorf("the history has no actions to replay (%w)", err)
+	}
+	return plan, err
+}
+
+// uploadPaths are the files the plan uploads (recorded or given with
+// --var): the replay may upload them, as the recorded run could.
+func uploadPaths(p *agent.ReplayPlan) []string {
+	var out []string
+	for _, s := range p.Steps {
+		for _, a := range s.Actions {
+			if a.Name != "upload_file" || a.Skipped != "" {
+				continue
+			}
+			var params struct {
+				Path string `json:"path"`
+			}
+			if json.Unmarshal(a.Params, &params) == nil && params.Path != "" {
+				out = append(out, params.Path)
+			}
+		}
+	}
+	return out
+}
+
+// printReplayOutcome prints a replay's end: the run's, then what replay
+// did.
+func printReplayOutcome(w io.Writer, out *runOutcome, asJSON bool) {
+	printOutcome(w, out, asJSON)
+	if out == nil || asJSON || out.Replay == nil {
+		return
+	}
+	r := out.Replay
+	replayed, skipped := 0, 0
+	by := map[string]int{}
+	for _, a := range r.Actions {
+		if a.Skipped {
+			skipped++
+		} else {
+			replayed++
+		}
+		if a.Match != nil && a.Match.Strategy != "" {
+			by[string(a.Match.Strategy)]++
+		}
+	}
+	var ways []string
+	for k, n := range by {
+		ways = append(ways, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(ways)
+	fmt.Fprintf(w, "replay: %d of %d actions replayed, %d skipped, %d healed steps, %d model calls", replayed, len(r.Actions), skipped, r.Healed, r.ModelCalls)
+	if len(ways) > 0 {
+		fmt.Fprintf(w, "; elements found by %s", strings.Join(ways, ", "))
+	}
+	fmt.Fprintln(w)
+}
+
+// replayExit maps a replay's end to the command's error (and exit code).
+func replayExit(out *runOutcome, err error) error {
+	var re *agent.ReplayError
+	switch {
+	case errors.As(err, &re):
+		return &exitError{code: exitReplay, err: err}
+	case err != nil:
+		return err
+	case out == nil || out.Result == nil || !out.Result.Success:
+		return errNotSuccessful
+	}
+	return nil
+}
