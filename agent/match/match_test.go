@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/testbrowser"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The shared browser (demosite_test.go) is torn down, then goleak checks.
+func TestMain(m *testing.M) { testbrowser.Main(m) }
 
 // el is a fixture element; attrs as k=v pairs.
 func el(tag, role, name, xpath string, attrs ...string) events.ElementInfo {
