@@ -60,9 +60,10 @@ package agent
 //     recorded. extract asks a model: without one the step stops with
 //     ErrReplayNeedsModel. done replays the recorded done (text and
 //     success): ReplayResult says it was replayed, not re-derived.
-//   - Lean. Replayed steps take no screenshot (Vision off unless
-//     Settings.Vision is VisionOn), no pause between actions, no prompt
-//     and no token counting.
+//   - Lean. Replayed steps take no screenshot (unless Settings.Vision is
+//     VisionOn; a heal's step takes one unless it is VisionOff), no pause
+//     between actions (1 ms instead of WaitBetweenActions), no prompt and
+//     no token counting.
 
 import (
 	"context"
@@ -115,8 +116,10 @@ var (
 type ReplayOptions struct {
 	// Settings are the Run's (Approver, Observers, RunDir, SensitiveData,
 	// Tools, StepTimeout, Human, Logger...). Replay sets MaxSteps (enough
-	// for every recorded step and its heals), WaitBetweenActions (none)
-	// and Vision (off, unless VisionOn is asked) itself.
+	// for every recorded step and its heals), WaitBetweenActions (1 ms),
+	// DirectlyOpenURL (off: the recording's own navigation replays),
+	// InitialActions (none) and Vision (auto, so that only heals take a
+	// screenshot, unless VisionOn or VisionOff is asked) itself.
 	Settings Settings
 	// Model heals the steps that break; nil: no healing, a broken step
 	// ends the replay with a *ReplayError.

@@ -44,6 +44,7 @@ func TestReplayDemoSiteVersions(t *testing.T) {
 	}
 	rec := a.History()
 	t.Logf("recorded: %d steps in %s", len(rec.Items), recorded.Round(time.Millisecond))
+	logSteps(t, rec)
 
 	for _, tc := range []struct {
 		v     demosite.Version
@@ -79,9 +80,7 @@ func TestReplayDemoSiteVersions(t *testing.T) {
 			rr, err := agent.Replay(ctx, s, rec, opt)
 			took := time.Since(start)
 			if rr != nil {
-				for _, it := range rr.History.Items {
-					t.Logf("step %d %-6s %6s observe %s actions %s %s", it.Step, it.Source, it.EndedAt.Sub(it.StartedAt).Round(time.Millisecond), it.ObserveTime.Round(time.Millisecond), it.ActionsTime.Round(time.Millisecond), it.Error)
-				}
+				logSteps(t, rr.History)
 			}
 			t.Logf("%s: replay took %s (recording %s)", tc.v, took.Round(time.Millisecond), recorded.Round(time.Millisecond))
 			if tc.fail > 0 {
@@ -113,5 +112,18 @@ func TestReplayDemoSiteVersions(t *testing.T) {
 				t.Fatalf("application %+v", app)
 			}
 		})
+	}
+}
+
+// logSteps logs each step's time and where it went (the replay's
+// measurement in docs/performance.md).
+func logSteps(t *testing.T, h *agent.History) {
+	t.Helper()
+	for _, it := range h.Items {
+		var acts []string
+		for _, a := range it.Actions {
+			acts = append(acts, a.Name+" "+a.Duration.Round(time.Millisecond).String())
+		}
+		t.Logf("step %d %-6s %6s observe %s model %s actions %s %v %s", it.Step, it.Source, it.EndedAt.Sub(it.StartedAt).Round(time.Millisecond), it.ObserveTime.Round(time.Millisecond), it.ModelTime.Round(time.Millisecond), it.ActionsTime.Round(time.Millisecond), acts, it.Error)
 	}
 }

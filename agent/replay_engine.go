@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -47,8 +49,9 @@ func replay(ctx context.Context, b Browser, h *History, opt ReplayOptions) (*Rep
 	set := opt.Settings
 	set.MaxSteps = len(steps)*(opt.MaxHealCalls+2) + 2
 	set.WaitBetweenActions = replayWaitBetweenActions
-	if set.Vision != VisionOn {
-		set.Vision = VisionOff
+	if set.Vision != VisionOn && set.Vision != VisionOff {
+		// Screenshots only where a heal asks the model (healShot).
+		set.Vision = VisionAuto
 	}
 	no := false
 	set.DirectlyOpenURL = &no
@@ -191,7 +194,7 @@ func (r *replayer) next(ctx context.Context, st *events.BrowserState, item *Hist
 	}
 	if r.fail != nil && !r.healing {
 		// A failure left by the last step's outcome: heal it now.
-		return r.heal(st)
+		return r.heal(ctx, st, item)
 	}
 	// Candidates for this step, in order of preference: after a heal for
 	// an outcome, the next step first (the heal did the action); otherwise
@@ -237,7 +240,7 @@ func (r *replayer) next(ctx context.Context, st *events.BrowserState, item *Hist
 			return nil, "", nil, false, fail
 		}
 		r.fail, r.kind = fail, failFind
-		return r.heal(st)
+		return r.heal(ctx, st, item)
 	}
 	if got != r.cur {
 		// The heal did the recorded step: its remaining actions are
@@ -273,7 +276,7 @@ func (r *replayer) next(ctx context.Context, st *events.BrowserState, item *Hist
 			r.fail = r.errAt(r.cur, pos[i], st, fmt.Errorf("%w: the approval policy refused the choice by position (%s)", ErrReplayAmbiguous, why))
 			r.fail.Candidates = m.Candidates
 			r.kind = failFind
-			return r.heal(st)
+			return r.heal(ctx, st, item)
 		}
 	}
 	r.pending, r.matches = pos, ms
@@ -287,7 +290,7 @@ func (r *replayer) next(ctx context.Context, st *events.BrowserState, item *Hist
 
 // heal hands the failed step to the model, or ends the replay when there
 // is none (or its calls are used up).
-func (r *replayer) heal(st *events.BrowserState) (*AgentOutput, StepSource, []string, bool, error) {
+func (r *replayer) heal(ctx context.Context, st *events.BrowserState, item *HistoryItem) (*AgentOutput, StepSource, []string, bool, error) {
 	f := r.fail
 	if r.opt.Model == nil {
 		return nil, "", nil, false, f
@@ -299,7 +302,33 @@ func (r *replayer) heal(st *events.BrowserState) (*AgentOutput, StepSource, []st
 	}
 	r.heals[r.cur]++
 	r.healing = true
+	r.healShot(ctx, st, item)
 	return nil, SourceHeal, []string{r.healNudge(f)}, false, nil
+}
+
+// healShot re-observes the page with a screenshot for the heal's model
+// (replayed steps take none unless Settings.Vision is VisionOn), unless
+// Settings.Vision is VisionOff.
+func (r *replayer) healShot(ctx context.Context, st *events.BrowserState, item *HistoryItem) {
+	if r.a.set.Vision == VisionOff || len(st.Screenshot) > 0 {
+		return
+	}
+	start := time.Now()
+	ns, err := bus.Call(ctx, r.a.browser.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true, IncludeScreenshot: true, Screenshot: r.a.screenshotOptions()})
+	item.ObserveTime += time.Since(start)
+	if err != nil {
+		r.a.log.Debug("agent: replay heal observation failed", zap.Error(err))
+		return
+	}
+	*st = ns
+	item.State.URL, item.State.Title, item.State.Tabs, item.State.Fingerprint, item.State.DOMError = ns.URL, ns.Title, ns.Tabs, ns.Fingerprint, ns.Error
+	if len(ns.Screenshot) > 0 {
+		dir := filepath.Join(r.a.runDir, "screenshots")
+		p := filepath.Join(dir, fmt.Sprintf("step_%d%s", item.Step, screenshotExt(&ns)))
+		if os.MkdirAll(dir, 0o755) == nil && os.WriteFile(p, ns.Screenshot, 0o644) == nil {
+			item.State.ScreenshotPath = p
+		}
+	}
 }
 
 // healNudge is the heal's instruction: the recorded intent and what broke.

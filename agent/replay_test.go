@@ -247,6 +247,18 @@ func TestReplayHealsWithOneModelCall(t *testing.T) {
 	if !rr.Result.Done || !rr.Result.Success {
 		t.Fatalf("result %+v", rr.Result)
 	}
+	if n := len(images(healer.Requests()[0])); n != 1 {
+		t.Errorf("the heal's request has %d screenshots, want 1", n)
+	}
+	screenshots := 0
+	for _, it := range rr.History.Items {
+		if it.State.ScreenshotPath != "" {
+			screenshots++
+		}
+	}
+	if screenshots != 1 {
+		t.Errorf("%d steps took a screenshot, want 1 (the heal's)", screenshots)
+	}
 	prompt := userText(healer.Requests()[0])
 	for _, want := range []string{"REPLAY REPAIR", "Send application", "element not found"} {
 		if !strings.Contains(prompt, want) {
