@@ -295,9 +295,19 @@ func (a *Agent) recordElement(spec ActionSpec, c ActionCall, st *events.BrowserS
 	if !ok {
 		return nil
 	}
-	e.Name = a.secrets.scrub(e.Name)
+	scrubbed := false
+	if n := a.secrets.scrub(e.Name); n != e.Name {
+		e.Name, scrubbed = n, true
+	}
 	for k, v := range e.Attrs {
-		e.Attrs[k] = a.secrets.scrub(v)
+		if w := a.secrets.scrub(v); w != v {
+			e.Attrs[k], scrubbed = w, true
+		}
+	}
+	if scrubbed {
+		// The hashes digest the secret's value: a short or guessable
+		// secret could be recovered from them.
+		e.Hash, e.StableHash = "", ""
 	}
 	return &e
 }

@@ -85,7 +85,9 @@ type Element struct {
 	// Hash digests the tag path (the XPath without positions), the
 	// identifying attributes, the role and the name; StableHash the same
 	// with volatile class tokens (state, animation) and href query strings
-	// and fragments left out.
+	// and fragments left out. Empty when not recorded: the agent leaves
+	// them out for an element whose name or attributes showed a secret,
+	// whose value they digest; Find then skips both strategies.
 	Hash       string `json:"hash,omitempty"`
 	StableHash string `json:"stable_hash,omitempty"`
 	// Ordinal is the element's 1-based position, in index order, among the
