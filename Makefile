@@ -1,7 +1,7 @@
 # The two commands the README promises. Both make sure a Chromium exists first.
 GO ?= go
 
-.PHONY: demo test chromium vet bench cross
+.PHONY: demo test chromium vet bench bench-replay cross
 
 chromium:
 	@scripts/ensure-chromium.sh
@@ -17,6 +17,11 @@ test: chromium
 
 bench: chromium
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./...
+
+## bench-replay: the demo recorded through `run` against a 1 s/call local
+## model server, then replayed; wall times and ratio (docs/performance.md).
+bench-replay: chromium
+	GO=$(GO) $(GO) run ./cmd/benchreplay
 
 ## cross: everything, tests included, builds and vets for Windows and macOS
 ## (the tests run on Linux only); -exec=/bin/true links each test binary

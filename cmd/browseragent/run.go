@@ -34,6 +34,27 @@ func (s secretFlags) Set(v string) error {
 	return nil
 }
 
+// fileFlags collects --file paths, made absolute and checked to exist.
+type fileFlags []string
+
+func (f *fileFlags) String() string { return strings.Join(*f, ",") }
+
+func (f *fileFlags) Set(v string) error {
+	p, err := filepath.Abs(v)
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		return fmt.Errorf("%s is a folder, want a file", v)
+	}
+	*f = append(*f, p)
+	return nil
+}
+
 func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var bf browserFlags
@@ -53,6 +74,8 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	hf.register(fs)
 	secrets := secretFlags{}
 	fs.Var(secrets, "secret-env", "a secret the model may use as <secret>name</secret>, read from an environment variable: name=ENVVAR (repeatable); it never appears in prompts, history or trace")
+	var files fileFlags
+	fs.Var(&files, "file", "a local file the model may upload (upload_file) or read; the path is shown to the model (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: browseragent run [flags] "task"`)
 		fs.PrintDefaults()
@@ -66,7 +89,7 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *model == "" {
 		return usagef("no model: pass --model provider:name or set BROWSERAGENT_MODEL (providers: %s)", strings.Join(providers.Known(), ", "))
 	}
-	set := agent.Settings{MaxSteps: *maxSteps}
+	set := agent.Settings{MaxSteps: *maxSteps, AvailableFilePaths: files}
 	if err := af.apply(&set, *model, *baseURL); err != nil {
 		return err
 	}
