@@ -490,6 +490,8 @@ func (r *replayer) stepped(ctx context.Context, st *events.BrowserState, out *Ag
 			f = fmt.Errorf("%w: denied by the approval policy", ErrReplayOutcome)
 		case rec.Error != "":
 			f = fmt.Errorf("%w: the action failed: %s", ErrReplayOutcome, rec.Error)
+		case rec.Name == "done" && !rec.Result.Done:
+			f = fmt.Errorf("%w: the replayed done was held back: %s", ErrReplayOutcome, clipLine(rec.Result.Text, 200))
 		case !compatibleVerdict(ra.rec.Name, ra.rec.Verdict, rec.Verdict):
 			f = fmt.Errorf("%w: expected %s, got %s", ErrReplayOutcome, ra.rec.Verdict, rec.Verdict)
 		}

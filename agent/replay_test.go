@@ -51,6 +51,11 @@ func rpSite(origin, version string) []agenttest.Page {
 	case "gone":
 		draft := agenttest.Element{Attrs: map[string]string{"type": "submit", "id": "draft"}, Text: "Save draft"}
 		els = []agenttest.Element{name, email, draft, help}
+	case "confirm":
+		// Send now only re-renders the form; a Confirm button sends it.
+		send.Href, send.Rerender = "", true
+		confirm := agenttest.Element{Attrs: map[string]string{"type": "submit"}, Text: "Confirm", Href: thanks}
+		els = []agenttest.Element{name, email, send, confirm, help}
 	case "inert":
 		send.Href = ""
 		els = []agenttest.Element{name, email, send, help}
@@ -281,6 +286,42 @@ func TestReplayHealsWithOneModelCall(t *testing.T) {
 	// More (on the menu version), then Send application on the open menu.
 	if got := clicks(b); len(got) != 2 || got[0] != 16 || got[1] != 32 {
 		t.Fatalf("clicks %v", got)
+	}
+}
+
+// An outcome that differs (expected navigated, got changed) is healed:
+// the model does what the step meant (Confirm), and since the page is
+// already where the recorded click led (the next recorded step's
+// precondition holds), the replay moves on without retrying the click.
+func TestReplayHealsOutcome(t *testing.T) {
+	h := record(t, agent.Settings{}, "Ada")
+	b := agenttest.New(t, rpSite(rpOrigin, "confirm")...)
+	healer := scripted.New([]scripted.Step{{Action: "click", Label: "Confirm"}})
+	opt := replayOpts(t)
+	opt.Model = healer
+	rr, err := agent.Replay(replayCtx(t), b, h, opt)
+	if err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	if rr.ModelCalls != 1 || rr.Healed != 1 || !rr.Result.Success {
+		t.Fatalf("model calls %d, healed %d, result %+v", rr.ModelCalls, rr.Healed, rr.Result)
+	}
+	if !strings.Contains(userText(healer.Requests()[0]), "expected navigated, got changed") {
+		t.Error("the heal's prompt does not say what went wrong")
+	}
+	// Send (changed, a failed step), then Confirm by the heal; Send is
+	// not clicked again.
+	if got := clicks(b); len(got) != 2 || got[0] != 16 || got[1] != 19 {
+		t.Fatalf("clicks %v", got)
+	}
+	var failed []int
+	for _, it := range rr.History.Items {
+		if it.Failed {
+			failed = append(failed, it.Step)
+		}
+	}
+	if len(failed) != 1 {
+		t.Fatalf("failed steps %v, want the one whose outcome differed", failed)
 	}
 }
 
