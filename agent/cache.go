@@ -229,13 +229,16 @@ func (c *DirCache) Put(ctx context.Context, key string, e *CacheEntry) error {
 //   - write_file, replace_file, save_as_pdf: their content comes from what
 //     the model read before, or is a file of the page as it is now;
 //   - request_human: a person's help is not repeatable;
+//   - wait: a page that was still loading is timing, not the task's
+//     progress (waits are left out of the key, so a cached wait would
+//     answer its own next step again and again);
 //   - switch_tab, close_tab: tab ids belong to one browser;
 //   - any action not built in (or replaced by the caller's own under a
 //     built-in name): what it reads or does is unknown.
 //
 // A click on coordinates is left out too: a point depends on the layout.
 var cacheableActions = map[string]bool{
-	"navigate": true, "search": true, "go_back": true, "wait": true,
+	"navigate": true, "search": true, "go_back": true,
 	"click": true, "input": true, "upload_file": true, "scroll": true,
 	"send_keys": true, "find_text": true, "select_dropdown": true, "hover": true,
 }
@@ -500,12 +503,18 @@ const cacheKeyPrefix = "browseragent action cache v1\n"
 //	"browseragent action cache v1\n"
 //	"task\n" + each task of the run (the first and follow-ups), each
 //	         followed by "\n\x00"
-//	"page\n" + st.Fingerprint + "\n"   (URL#m<mutations>/e<elements>)
+//	"page\n" + the page's URL + "#e" + its element count + "\n" (the
+//	         fingerprint, URL#m<mutations>/e<elements>, without its
+//	         mutation count)
 //	"progress\n" + one line per action the run ran so far, step 0
 //	         included, in order, waits left out: name, the parameters as
 //	         canonical JSON with "index" replaced by what the element
 //	         looked like (tag|role|accessible name), and ok or failed
 //
+// The mutation count is left out: it counts from the document's load,
+// and how much of the parsing the counter sees varies (the same static
+// page read m1, m2 and m3 on three loads in Chromium), so it would make
+// the same page miss at random. The page's elements must match anyway.
 // The progress tells apart the same page seen at two points of a run (a
 // form before and after it was filled). Indexes are left out because
 // they differ between runs; a run that did anything differently, so far,
@@ -528,12 +537,22 @@ func (a *Agent) cacheKey(st *events.BrowserState) string {
 		}
 	}
 	a.mu.Unlock()
-	io.WriteString(h, "page\n"+st.Fingerprint+"\n")
+	io.WriteString(h, "page\n"+cachePage(st.Fingerprint)+"\n")
 	io.WriteString(h, "progress\n")
 	for _, l := range lines {
 		io.WriteString(h, l+"\n")
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// cachePage is a fingerprint (URL#m<mutations>/e<elements>) without its
+// mutation count: URL#e<elements>. Another form is kept whole.
+func cachePage(fp string) string {
+	i, j := strings.LastIndex(fp, "#m"), strings.LastIndex(fp, "/e")
+	if i < 0 || j < i {
+		return fp
+	}
+	return fp[:i] + "#e" + fp[j+2:]
 }
 
 // progressLine is one action of the key's progress.

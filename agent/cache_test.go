@@ -17,6 +17,7 @@ import (
 
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/agenttest"
+	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/scripted"
 	"github.com/browseragent/browseragent/events"
 )
@@ -417,8 +418,40 @@ func TestCacheKeepsSecretPlaceholders(t *testing.T) {
 	}
 }
 
-// Agents sharing one DirCache at once (run under -race): the first round
-// fills it while every agent writes the same keys, the second hits.
+// pageModel answers the application by what the page shows, so that an
+// agent whose earlier steps came from another agent's entries still gets
+// the right reply. It counts its calls.
+type pageModel struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (m *pageModel) Name() string { return "page-model" }
+
+func (m *pageModel) Generate(_ context.Context, req llm.Request) (*llm.Response, error) {
+	m.mu.Lock()
+	m.calls++
+	m.mu.Unlock()
+	txt := userText(req)
+	reply := `{"memory":"applying","action":[{"done":{"text":"Applied","success":true}}]}`
+	switch {
+	case strings.Contains(txt, "Apply (1 of 2)"):
+		reply = `{"memory":"form","action":[{"input":{"index":1,"text":"Ada Lovelace"}},{"input":{"index":2,"text":"ada@example.com"}},{"click":{"index":3}}]}`
+	case strings.Contains(txt, "Apply (2 of 2)"):
+		reply = `{"memory":"plan","action":[{"select_dropdown":{"index":1,"text":"Pro"}},{"click":{"index":2}}]}`
+	}
+	return &llm.Response{Content: reply}, nil
+}
+
+func (m *pageModel) n() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls
+}
+
+// Agents sharing one DirCache at once (run under -race): in the first
+// round they fill it while writing the same keys (and may take each
+// other's entries), in the second every agent hits.
 func TestCacheSharedByConcurrentAgents(t *testing.T) {
 	dir := t.TempDir()
 	cache := newDirCache(t, dir)
@@ -430,13 +463,9 @@ func TestCacheSharedByConcurrentAgents(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				steps := []scripted.Step{cacheFill, cachePlan, cacheDone}
-				if round == 1 {
-					steps = []scripted.Step{cacheDone}
-				}
 				b := agenttest.New(t, cacheSite(false, false)...)
-				model := scripted.New(steps)
-				set := agent.Settings{RunDir: t.TempDir(), Vision: agent.VisionOff, Cache: cache}
+				model := &pageModel{}
+				set := agent.Settings{RunDir: t.TempDir(), Vision: agent.VisionOff, ReplyMode: agent.ReplyFlash, Cache: cache}
 				a, err := agent.New(cacheTask, model, b, set)
 				if err != nil {
 					errs <- err
@@ -448,10 +477,15 @@ func TestCacheSharedByConcurrentAgents(t *testing.T) {
 				switch {
 				case err != nil:
 					errs <- fmt.Errorf("agent %d: %w", i, err)
-				case !res.Done || !res.Success:
+				case !res.Done || !res.Success || res.FinalText != "Applied":
 					errs <- fmt.Errorf("agent %d: %+v", i, res)
-				case round == 1 && (res.Cache.Hits != 2 || len(model.Requests()) != 1):
-					errs <- fmt.Errorf("agent %d, round 2: cache %+v, %d model calls", i, *res.Cache, len(model.Requests()))
+				case res.Cache.Hits+model.n() != 3:
+					errs <- fmt.Errorf("agent %d, round %d: cache %+v and %d model calls for 3 steps", i, round+1, *res.Cache, model.n())
+				case round == 1 && (res.Cache.Hits != 2 || model.n() != 1):
+					errs <- fmt.Errorf("agent %d, round 2: cache %+v, %d model calls", i, *res.Cache, model.n())
+				}
+				if got := len(b.Events(events.SelectDropdownOption.Name)); got != 1 {
+					errs <- fmt.Errorf("agent %d: %d plans selected", i, got)
 				}
 			}()
 		}
