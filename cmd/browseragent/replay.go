@@ -73,10 +73,11 @@ func origin(s string) (string, error) {
 // replayFlags are replay's own flags (demo --replay sets the same options
 // itself).
 type replayFlags struct {
-	vars          varFlags
-	rebase        rebaseFlags
-	maxHeal       int
-	settleTimeout time.Duration
+	vars           varFlags
+	rebase         rebaseFlags
+	maxHeal        int
+	settleTimeout  time.Duration
+	allowAmbiguous bool
 }
 
 func (f *replayFlags) register(fs *flag.FlagSet) {
@@ -84,6 +85,7 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.Var(f.vars, "var", "replace a recorded value: name=value (repeatable); --dry-run lists the names (typed text, selected options, uploaded files)")
 	fs.Var(f.rebase, "rebase", "replay on another origin: OLD_ORIGIN=NEW_ORIGIN, e.g. http://127.0.0.1:8080=https://staging.example.com (repeatable)")
 	fs.IntVar(&f.maxHeal, "max-heal-calls", agent.DefaultMaxHealCalls, "model calls allowed to mend one recorded step (with --model)")
+	fs.BoolVar(&f.allowAmbiguous, "allow-ambiguous", false, "accept an element chosen only by its position among look-alikes (default: refuse it; the step breaks, exit code 5, and the candidates are listed)")
 	fs.DurationVar(&f.settleTimeout, "settle-timeout", agent.DefaultSettleTimeout, "how long a step waits for its page (URL, element, settled) before it counts as broken")
 }
 
@@ -155,14 +157,31 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if dir == "" {
 		dir = filepath.Join("out", "replay-"+time.Now().UTC().Format("20060102-150405"))
 	}
+	set := agent.Settings{AvailableFilePaths: uploadPaths(plan)}
+	if !rf.allowAmbiguous {
+		set.Approver = refuseAmbiguous{}
+	}
 	out, err := runAgent(ctx, runConfig{
 		task: h.Task, model: m, browser: bf, outDir: dir,
-		settings: agent.Settings{AvailableFilePaths: uploadPaths(plan)},
+		settings: set,
 		quiet:    *asJSON || !isTerminal(stdout), secrets: secrets,
 		replay: &replayConfig{history: h, opts: opts},
 	}, stderr)
 	printReplayOutcome(stdout, out, *asJSON)
 	return replayExit(out, err)
+}
+
+// refuseAmbiguous is replay's approval policy without --allow-ambiguous: an
+// element the matcher could only pick by its position among look-alikes is
+// refused (a wrong "Delete" costs more than a stop); everything else runs.
+type refuseAmbiguous struct{}
+
+// Approve implements agent.Approver.
+func (refuseAmbiguous) Approve(_ context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
+	if req.Match != nil && req.Match.Ambiguous {
+		return agent.Decision{Reason: "the element was chosen by its position among look-alikes; pass --allow-ambiguous to accept such choices"}, nil
+	}
+	return agent.Decision{Allow: true}, nil
 }
 
 // loadRecording reads a history file and says what is wrong with it in
@@ -224,7 +243,7 @@ func printReplayOutcome(w io.Writer, out *runOutcome, asJSON bool) {
 		return
 	}
 	r := out.Replay
-	replayed, skipped := 0, 0
+	replayed, skipped, ambiguous := 0, 0, 0
 	by := map[string]int{}
 	for _, a := range r.Actions {
 		if a.Skipped {
@@ -235,6 +254,9 @@ func printReplayOutcome(w io.Writer, out *runOutcome, asJSON bool) {
 		if a.Match != nil && a.Match.Strategy != "" {
 			by[string(a.Match.Strategy)]++
 		}
+		if a.Match != nil && a.Match.Ambiguous && a.RunStep > 0 && !a.Skipped {
+			ambiguous++
+		}
 	}
 	var ways []string
 	for k, n := range by {
@@ -244,6 +266,9 @@ func printReplayOutcome(w io.Writer, out *runOutcome, asJSON bool) {
 	fmt.Fprintf(w, "replay: %d of %d actions replayed, %d skipped, %d healed steps, %d model calls", replayed, len(r.Actions), skipped, r.Healed, r.ModelCalls)
 	if len(ways) > 0 {
 		fmt.Fprintf(w, "; elements found by %s", strings.Join(ways, ", "))
+	}
+	if ambiguous > 0 {
+		fmt.Fprintf(w, "; %d chosen by position among look-alikes (allowed)", ambiguous)
 	}
 	fmt.Fprintln(w)
 }

@@ -182,6 +182,40 @@ func TestReplayDemo(t *testing.T) {
 		}
 	})
 
+	// A recording whose "Senior Go Engineer" link had a look-alike: the
+	// matcher can only choose it by position, which replay refuses unless
+	// --allow-ambiguous.
+	t.Run("ambiguous", func(t *testing.T) {
+		var raw map[string]any
+		b, _ := os.ReadFile(history)
+		if err := json.Unmarshal(b, &raw); err != nil {
+			t.Fatal(err)
+		}
+		elem := raw["history"].([]any)[1].(map[string]any)["actions"].([]any)[0].(map[string]any)["element"].(map[string]any)
+		elem["similar"], elem["ordinal"] = 2, 1
+		delete(elem, "distinct")
+		b, _ = json.Marshal(raw)
+		ambiguous := filepath.Join(dir, "ambiguous.json")
+		os.WriteFile(ambiguous, b, 0o644)
+		site, err := demosite.Start(demosite.Original)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer site.Close()
+		args := []string{"replay", "--rebase", recOrigin[1] + "=" + site.URL(), "--allowed-domains", "127.0.0.1"}
+		r := cli(t, nil, append(args, "--out", filepath.Join(dir, "amb1"), ambiguous)...)
+		if r.code != exitReplay || !strings.Contains(r.stderr, "replay step 1 action 0 (click)") || !strings.Contains(r.stderr, "position") || len(site.Applications()) != 0 {
+			t.Fatalf("an ambiguous match without --allow-ambiguous: exit %d, %d applications\n%s", r.code, len(site.Applications()), r.stderr)
+		}
+		r = cli(t, nil, append(args, "--allow-ambiguous", "--out", filepath.Join(dir, "amb2"), ambiguous)...)
+		if r.code != 0 || len(site.Applications()) != 1 {
+			t.Fatalf("--allow-ambiguous: exit %d, %d applications\n%s", r.code, len(site.Applications()), r.stderr)
+		}
+		if !strings.Contains(r.stdout, "1 chosen by position among look-alikes (allowed)") {
+			t.Errorf("the summary does not say one element was found by position:\n%s", r.stdout)
+		}
+	})
+
 	t.Run("closed fails naming the step", func(t *testing.T) {
 		r := cli(t, nil, "demo", "--replay", history, "--site-version", "closed", "--out", filepath.Join(dir, "closed"))
 		if r.code != exitReplay {
