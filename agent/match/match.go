@@ -66,6 +66,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/browseragent/browseragent/events"
@@ -229,7 +230,9 @@ type desc struct {
 	tag, role, name, fold string
 	xpath, path           string
 	attrs                 map[string]string
-	hash, stable          string
+	// h holds the hashes, computed on first use: only elements on the
+	// recorded tag path can match them, so most are never computed.
+	h *lazyHashes
 	// stableClass and hrefPath are the class's stable tokens and the
 	// href without query and fragment, as compared.
 	stableClass, hrefPath string
@@ -261,8 +264,7 @@ func describeInfo(info events.ElementInfo) desc {
 	}
 	d.stableClass = stableClasses(d.attrs["class"])
 	d.hrefPath = stripQuery(d.attrs["href"])
-	d.hash = hashOf(d, false)
-	d.stable = hashOf(d, true)
+	d.h = &lazyHashes{}
 	return d
 }
 
@@ -288,7 +290,38 @@ func stripPositions(xpath string) string {
 	return string(b)
 }
 
-func hashOf(d desc, stable bool) string {
+// lazyHashes are a desc's hashes, computed once (Finds on an Index may
+// run concurrently).
+type lazyHashes struct {
+	once         sync.Once
+	hash, stable string
+}
+
+// hashes returns d's Hash and StableHash.
+func (d *desc) hashes() (hash, stable string) {
+	d.h.once.Do(func() { d.h.hash, d.h.stable = hashOf(d, false), hashOf(d, true) })
+	return d.h.hash, d.h.stable
+}
+
+// hashIs and stableIs report whether d has rec's hashes; both digest the
+// tag path, so an element elsewhere is not hashed at all.
+func (q query) hashIs(d *desc) bool {
+	if q.rec.Hash == "" || d.path != q.path {
+		return false
+	}
+	h, _ := d.hashes()
+	return h == q.rec.Hash
+}
+
+func (q query) stableIs(d *desc) bool {
+	if q.rec.StableHash == "" || d.path != q.path {
+		return false
+	}
+	_, h := d.hashes()
+	return h == q.rec.StableHash
+}
+
+func hashOf(d *desc, stable bool) string {
 	h := sha256.New()
 	for _, s := range [...]string{d.path, "|", d.tag, "|", d.role, "|", d.name} {
 		io.WriteString(h, s)
@@ -469,12 +502,12 @@ func (x *Index) Record(index int) (Element, bool) {
 	if !ok {
 		return Element{}, false
 	}
-	self := x.all[p]
+	self := &x.all[p]
 	e := self.element()
 	var others []desc
 	for _, q := range x.byTag[self.tag] {
 		o := x.all[q]
-		if !lookAlike(o, self) {
+		if !lookAlike(o, *self) {
 			continue
 		}
 		e.Similar++
@@ -484,12 +517,13 @@ func (x *Index) Record(index int) (Element, bool) {
 		}
 		others = append(others, o)
 	}
-	e.Distinct = distinct(self, others)
+	e.Distinct = distinct(*self, others)
 	return e, true
 }
 
-func (d desc) element() Element {
-	e := Element{Tag: d.tag, Role: d.role, Name: d.name, XPath: d.xpath, Hash: d.hash, StableHash: d.stable}
+func (d *desc) element() Element {
+	e := Element{Tag: d.tag, Role: d.role, Name: d.name, XPath: d.xpath}
+	e.Hash, e.StableHash = d.hashes()
 	if len(d.attrs) > 0 {
 		e.Attrs = make(map[string]string, len(d.attrs))
 		for k, v := range d.attrs {
@@ -624,8 +658,8 @@ func (x *Index) Find(rec Element) Result {
 		s  Strategy
 		ok func(d *desc) bool
 	}{
-		{ByHash, func(d *desc) bool { return rec.Hash != "" && d.hash == rec.Hash }},
-		{ByStableHash, func(d *desc) bool { return rec.StableHash != "" && d.stable == rec.StableHash }},
+		{ByHash, q.hashIs},
+		{ByStableHash, q.stableIs},
 		{ByRoleName, func(d *desc) bool { return q.fold != "" && d.fold == q.fold && rolesCompatible(rec.Role, d.role) }},
 		{ByAttributes, q.attrsAgree},
 		{ByXPath, q.xpathAgrees},
@@ -669,8 +703,8 @@ func (q query) narrow(x *Index, pool, set []int) []int {
 	}
 	rec := q.rec
 	preds := []func(d *desc) bool{
-		func(d *desc) bool { return rec.Hash != "" && d.hash == rec.Hash },
-		func(d *desc) bool { return rec.StableHash != "" && d.stable == rec.StableHash },
+		q.hashIs,
+		q.stableIs,
 	}
 	for _, a := range q.attrs {
 		preds = append(preds, func(d *desc) bool { w, ok := d.norm(a.k); return ok && w == a.v })
