@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/browseragent/browseragent/events"
@@ -566,3 +567,32 @@ func BenchmarkFind1k(b *testing.B)       { benchFind(b, 1000, false) }
 func BenchmarkFind10k(b *testing.B)      { benchFind(b, 10000, false) }
 func BenchmarkIndexFind1k(b *testing.B)  { benchFind(b, 1000, true) }
 func BenchmarkIndexFind10k(b *testing.B) { benchFind(b, 10000, true) }
+
+// Finds on one Index may run at once (the hashes are computed lazily).
+func TestIndexConcurrentFinds(t *testing.T) {
+	from, to := jobsPage(pageOpts{}), jobsPage(pageOpts{banner: true})
+	x := NewIndex(to)
+	want := map[int]Result{}
+	for i := range from {
+		want[i] = Find(record(t, from, i), to)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, len(from)*4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range from {
+				rec, _ := Record(i, from)
+				if got := x.Find(rec); fmt.Sprint(got) != fmt.Sprint(want[i]) {
+					errs <- fmt.Sprintf("element %d: %+v, want %+v", i, got, want[i])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
