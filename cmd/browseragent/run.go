@@ -70,6 +70,7 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	asJSON := fs.Bool("json", false, "print the run result as JSON")
 	record := fs.Bool("record", false, "record a screencast of the run into OUT/frames; the report shows it as a filmstrip")
 	otel := fs.Bool("otel", false, "export OpenTelemetry spans (run, steps, model calls, actions) over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318)")
+	cacheDir := fs.String("cache", "", "action cache folder: a step seen before (same task, page and progress, same model and prompt) runs its cached actions without a model call; see docs/replay.md")
 	var hf humanFlags
 	hf.register(fs)
 	secrets := secretFlags{}
@@ -91,6 +92,9 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	set := agent.Settings{MaxSteps: *maxSteps, AvailableFilePaths: files}
 	if err := af.apply(&set, *model, *baseURL); err != nil {
+		return err
+	}
+	if err := useCache(&set, *cacheDir); err != nil {
 		return err
 	}
 	stdinTTY := stdinIsTerminal()

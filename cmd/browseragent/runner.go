@@ -282,6 +282,9 @@ func printResult(w io.Writer, out *runOutcome) {
 	default:
 		fmt.Fprintf(w, "\nnot finished: %s\n", strings.Join(r.Errors, "; "))
 	}
+	if r != nil && r.Cache != nil {
+		fmt.Fprintln(w, cacheLine(r.Cache))
+	}
 	if r != nil {
 		if u := usageLine(r.Usage, r.Cost); u != "" {
 			fmt.Fprintf(w, "%s\n", u)
@@ -291,6 +294,29 @@ func printResult(w io.Writer, out *runOutcome) {
 		}
 	}
 	fmt.Fprintf(w, "trace:   %s (head %s)\nhistory: %s\nreport:  %s\n", out.Trace, out.Head, out.History, out.Report)
+}
+
+// cacheLine is the run's action cache summary: each hit is a model call
+// saved.
+func cacheLine(c *agent.CacheStats) string {
+	line := fmt.Sprintf("cache: %d hits, %d misses, %d model calls saved", c.Hits, c.Misses, c.Hits)
+	if c.Invalidated > 0 {
+		line += fmt.Sprintf(" (%d entries of another model or prompt)", c.Invalidated)
+	}
+	return line
+}
+
+// useCache sets set.Cache to a directory cache in dir ("" leaves it off).
+func useCache(set *agent.Settings, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	c, err := agent.NewDirCache(dir)
+	if err != nil {
+		return usagef("--cache: %v", err)
+	}
+	set.Cache = c
+	return nil
 }
 
 var errNotSuccessful = errors.New("the task did not finish successfully")
