@@ -481,7 +481,7 @@ func Record(index int, elems map[int]events.ElementInfo) (Element, bool) {
 	sort.Ints(idxs)
 	for _, i := range idxs {
 		o := elems[i]
-		if !strings.EqualFold(o.Tag, info.Tag) || o.Role != info.Role || !strings.EqualFold(normSpace(o.Name), self.name) {
+		if !strings.EqualFold(o.Tag, info.Tag) || o.Role != info.Role || strings.ToLower(normSpace(o.Name)) != self.fold {
 			continue
 		}
 		e.Similar++
