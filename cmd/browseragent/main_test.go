@@ -169,6 +169,8 @@ func TestCLIErrors(t *testing.T) {
 		{"bad reply mode", nil, []string{"run", "--model", "ollama:x", "--reply-mode", "terse", "do it"}, 2, "--reply-mode must be full, no_thinking or flash"},
 		{"bad coordinate clicks", nil, []string{"mcp", "--coordinate-clicks", "maybe"}, 2, "--coordinate-clicks"},
 		{"bad compaction model", nil, []string{"run", "--model", "ollama:x", "--compaction-model", "acme:1", "do it"}, 1, "acme"},
+		{"missing --file", nil, []string{"run", "--model", "ollama:x", "--file", "/nonexistent/cv.pdf", "do it"}, 2, "no such file"},
+		{"folder as --file", nil, []string{"run", "--model", "ollama:x", "--file", "/", "do it"}, 2, "is a folder"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
