@@ -32,6 +32,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: browseragent demo [flags]")
 		fmt.Fprintln(stderr, "Runs the whole agent loop offline: a bundled careers site, a scripted model, a trace and an HTML report.")
+		fmt.Fprintln(stderr, "With --replay, runs a recorded demo again without the model on --site-version (docs/replay.md); exit code 5 when a step cannot be replayed.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -169,7 +170,7 @@ func replayDemo(ctx context.Context, d demoReplay, stdout, stderr io.Writer) err
 	fmt.Fprintf(stderr, "demo site (%s): %s\n", d.site.Version(), d.site.URL())
 	out, err := runAgent(ctx, runConfig{
 		task: d.rec.Task, model: heal, browser: d.browser, outDir: d.outDir,
-		settings: agent.Settings{AvailableFilePaths: uploadPaths(plan)},
+		settings: agent.Settings{AvailableFilePaths: uploadPaths(plan), Approver: refuseAmbiguous{}},
 		quiet:    d.asJSON, otel: d.otel, record: d.record,
 		replay: &replayConfig{history: d.rec, opts: opts},
 	}, stderr)
