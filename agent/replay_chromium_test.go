@@ -45,14 +45,20 @@ func TestReplayDemoSiteVersions(t *testing.T) {
 	rec := a.History()
 	t.Logf("recorded: %d steps in %s", len(rec.Items), recorded.Round(time.Millisecond))
 	logSteps(t, rec)
+	var names []string
+	for _, v := range agent.ReplayVariables(rec) {
+		names = append(names, v.Name+"="+v.Value)
+	}
+	t.Logf("variables: %v", names)
 
 	for _, tc := range []struct {
 		v     demosite.Version
 		heal  bool
 		calls int
 		fail  int // the recorded step that must fail (0: none)
+		email string
 	}{
-		{v: demosite.Renamed},
+		{v: demosite.Renamed, email: "grace@example.com"},
 		{v: demosite.Banner},
 		{v: demosite.Reordered},
 		{v: demosite.Menu, heal: true, calls: 1},
@@ -68,6 +74,9 @@ func TestReplayDemoSiteVersions(t *testing.T) {
 				Settings:      agent.Settings{RunDir: t.TempDir(), AvailableFilePaths: []string{cv}},
 				Rebase:        map[string]string{orig.URL(): site.URL()},
 				SettleTimeout: 3 * time.Second,
+			}
+			if tc.email != "" {
+				opt.Vars = map[string]string{"email": tc.email}
 			}
 			var healer *scripted.Model
 			if tc.heal {
@@ -108,7 +117,11 @@ func TestReplayDemoSiteVersions(t *testing.T) {
 			if n := len(site.Applications()); n != 1 {
 				t.Fatalf("%d applications, want 1", n)
 			}
-			if app := site.Applications()[0]; app.Name != "Ada Lovelace" || app.CVName != demosite.CVName {
+			email := "ada@example.com"
+			if tc.email != "" {
+				email = tc.email
+			}
+			if app := site.Applications()[0]; app.Name != "Ada Lovelace" || app.Email != email || app.CVName != demosite.CVName {
 				t.Fatalf("application %+v", app)
 			}
 		})

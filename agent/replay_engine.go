@@ -224,8 +224,8 @@ func (r *replayer) next(ctx context.Context, st *events.BrowserState, item *Hist
 				calls, ms, pos, got = c, m, p, t.idx
 				return true
 			}
-			if fail == nil {
-				fail = f
+			if fail == nil || t.idx == r.cur {
+				fail = f // the step's own failure is the one to report
 			}
 		}
 		return false
@@ -247,7 +247,11 @@ func (r *replayer) next(ctx context.Context, st *events.BrowserState, item *Hist
 		// accounted to the heal's step.
 		for _, ra := range r.steps[r.cur].actions[r.from:] {
 			x := &r.acts[r.cur][ra.pos]
-			if !x.Skipped {
+			switch {
+			case x.Skipped:
+			case r.ran[[2]int{r.cur, ra.pos}]:
+				x.Healed = true // it ran, with another outcome, and the heal mended it
+			default:
 				x.Skipped, x.Healed, x.Why = true, true, "done by the model's heal"
 				x.RunStep = item.Step - 1
 				r.ran[[2]int{r.cur, ra.pos}] = true

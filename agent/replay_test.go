@@ -314,6 +314,11 @@ func TestReplayHealsOutcome(t *testing.T) {
 	if got := clicks(b); len(got) != 2 || got[0] != 16 || got[1] != 19 {
 		t.Fatalf("clicks %v", got)
 	}
+	for _, x := range rr.Actions {
+		if x.Name == "click" && (!x.Healed || x.Skipped || x.Got != events.VerdictChanged) {
+			t.Errorf("click %+v: want healed, run, got changed", x)
+		}
+	}
 	var failed []int
 	for _, it := range rr.History.Items {
 		if it.Failed {
