@@ -331,7 +331,7 @@ func (s *cacheSource) next(ctx context.Context, st *events.BrowserState, item *H
 // It returns nil and the reason when the entry cannot be used.
 func (a *Agent) fromCache(e *CacheEntry, st *events.BrowserState) (*AgentOutput, []*match.Result, string) {
 	if len(e.Actions) == 0 {
-		return nil, nil, "no actions"
+		return nil, nil, "no actions (dropped after a cached action failed)"
 	}
 	offered := map[string]bool{}
 	for _, sp := range a.offered(st.URL, false) {
@@ -382,16 +382,30 @@ func withIndex(params json.RawMessage, idx int) (json.RawMessage, error) {
 	return json.Marshal(m)
 }
 
-// stepped implements stepSource: a hit's records get their matches; a
-// model step the cache missed is stored when every action ran.
+// stepped implements stepSource: a hit's records get their matches (and
+// an entry whose action failed is emptied); a model step the cache missed
+// is stored when every action ran.
 func (s *cacheSource) stepped(ctx context.Context, st *events.BrowserState, out *AgentOutput, item *HistoryItem) error {
 	if s.step < 0 || item.Step != s.step {
 		return nil // the cache was not asked on this step
 	}
 	if s.hit {
+		failed := false
 		for i := range item.Actions {
 			if i < len(s.matches) {
 				item.Actions[i].Match = s.matches[i]
+			}
+			failed = failed || (item.Actions[i].Error != "" && !item.Actions[i].Denied)
+		}
+		if failed {
+			// A cached action that fails here would fail again on every
+			// run: the entry is emptied (a miss from now on) until a model
+			// step under the key replaces it.
+			e := &CacheEntry{Model: s.a.model.Name(), PromptVersion: s.version, Page: s.a.secrets.scrub(st.Fingerprint), Created: s.a.set.Now()}
+			if err := s.c.Put(ctx, s.key, e); err != nil {
+				s.a.log.Warn("agent: action cache: could not drop a failing entry", zap.Int("step", item.Step), zap.Error(err))
+			} else {
+				s.a.log.Info("agent: action cache: a cached action failed; entry dropped", zap.Int("step", item.Step))
 			}
 		}
 		return nil

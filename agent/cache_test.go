@@ -197,6 +197,45 @@ func TestCacheOtherModelInvalidates(t *testing.T) {
 	}
 }
 
+// Another prompt (here ExtendSystemPrompt) is another prompt version: the
+// entries are invalidated like another model's.
+func TestCacheOtherPromptInvalidates(t *testing.T) {
+	cache := newDirCache(t, t.TempDir())
+	cacheRun(t, cache, cacheSite(false, false), "scripted", cacheFill, cachePlan, cacheDone)
+	b := agenttest.New(t, cacheSite(false, false)...)
+	model := scripted.New([]scripted.Step{cacheFill, cachePlan, cacheDone})
+	set := settings(t)
+	set.Cache = cache
+	set.ExtendSystemPrompt = "Never apply on weekends."
+	res := run(t, newAgent(t, cacheTask, model, b, set), model)
+	if got, want := *res.Cache, (agent.CacheStats{Misses: 3, Invalidated: 2, Stored: 2}); got != want {
+		t.Fatalf("cache %+v, want %+v", got, want)
+	}
+}
+
+// The last step of the budget offers only done: the cache keeps out of it
+// (no lookup, no miss) and the model answers it.
+func TestCacheSkipsTheDoneOnlyStep(t *testing.T) {
+	cache := newDirCache(t, t.TempDir())
+	cacheRun(t, cache, cacheSite(false, false), "scripted", cacheFill, cachePlan, cacheDone)
+	b := agenttest.New(t, cacheSite(false, false)...)
+	model := scripted.New([]scripted.Step{{Action: "done", Params: map[string]any{"text": "out of steps", "success": false}}})
+	set := settings(t)
+	set.Cache = cache
+	set.MaxSteps = 2
+	a := newAgent(t, cacheTask, model, b, set)
+	res := run(t, a, model)
+	if got, want := *res.Cache, (agent.CacheStats{Hits: 1}); got != want {
+		t.Fatalf("cache %+v, want %+v", got, want)
+	}
+	if n := len(model.Requests()); n != 1 || !res.Done {
+		t.Fatalf("%d model calls, result %+v", n, res)
+	}
+	if h := a.History(); h.Items[2].Source != agent.SourceModel || h.Items[2].Actions[0].Name != "done" {
+		t.Fatalf("the last step: %+v", h.Items[2])
+	}
+}
+
 // A changed page (a banner: another fingerprint) misses and the model is
 // asked; the next page, reached by the same actions, still hits.
 func TestCachePageChangedMisses(t *testing.T) {
@@ -242,6 +281,34 @@ func TestCacheElementNotFoundAsksTheModel(t *testing.T) {
 	res, _, _, _ = cacheRun(t, cache, cacheSite(false, true), "scripted", cacheDone)
 	if res.Cache.Hits != 2 {
 		t.Fatalf("renamed site again: cache %+v", *res.Cache)
+	}
+}
+
+// A cached action that fails (the site's Next now errs) empties its entry:
+// the next run asks the model for that step and stores its answer, and the
+// steps after it still hit.
+func TestCacheFailingEntryIsDropped(t *testing.T) {
+	cache := newDirCache(t, t.TempDir())
+	cacheRun(t, cache, cacheSite(false, false), "scripted", cacheFill, cachePlan, cacheDone)
+
+	broken := cacheSite(false, false)
+	broken[0].Elements[2].Href, broken[0].Elements[2].Fail = "", errors.New("server error")
+	b := agenttest.New(t, broken...)
+	model := scripted.New([]scripted.Step{{Action: "done", Params: map[string]any{"text": "the site is broken", "success": false}}})
+	set := settings(t)
+	set.Cache = cache
+	a := newAgent(t, cacheTask, model, b, set)
+	res := run(t, a, model)
+	if res.Cache.Hits != 1 || len(model.Requests()) != 1 {
+		t.Fatalf("broken site: cache %+v, %d model calls", *res.Cache, len(model.Requests()))
+	}
+	if it := a.History().Items[1]; it.Source != agent.SourceCache || it.Actions[2].Error == "" {
+		t.Fatalf("the cached step should have failed on its click: %+v", it.Actions)
+	}
+
+	res, m, _, _ := cacheRun(t, cache, cacheSite(false, false), "scripted", cacheFill, cacheDone)
+	if got, want := *res.Cache, (agent.CacheStats{Hits: 1, Misses: 2, Stored: 1}); got != want || len(m.Requests()) != 2 {
+		t.Fatalf("after the drop: cache %+v (want %+v), %d model calls", got, want, len(m.Requests()))
 	}
 }
 
