@@ -46,6 +46,10 @@
 //   - A recorded test id (data-testid, data-test, data-cy, data-qa,
 //     data-selenium), input type or href path that the candidate has with
 //     another value vetoes it, whatever else agrees (Candidate.Conflict).
+//   - A strategy's single element is not taken when another element agrees
+//     with more of the recording (a higher Candidate.Score: a renamed
+//     control and a new one bearing its old name): the result is Ambiguous
+//     with no choice. So a Unique choice always has the highest score.
 //   - An element that had look-alikes when recorded (same tag, role and
 //     name: Element.Similar > 1) is reported Unique only when it agrees on
 //     a signal that told it apart from them then (Element.Distinct: an
@@ -147,10 +151,11 @@ type Result struct {
 	// Score is the chosen element's Candidate.Score.
 	Score float64 `json:"score,omitempty"`
 	// Unique reports that the element was singled out by what identifies
-	// it. Ambiguous reports that several elements matched equally and only
-	// position could choose: Index is then the positional choice, which a
-	// caller must confirm, or 0 when position could not choose either.
-	// Never both.
+	// it (and scored highest). Ambiguous reports that it was not: several
+	// elements matched equally and only position could choose (Index is
+	// then the positional choice, which a caller must confirm, or 0 when
+	// position could not choose either), or the signals disagreed (another
+	// element scored higher than the strategy's; Index 0). Never both.
 	Unique    bool `json:"unique,omitempty"`
 	Ambiguous bool `json:"ambiguous,omitempty"`
 	// Candidates are the best elements considered, best first (at most
@@ -678,6 +683,13 @@ func (x *Index) Find(rec Element) Result {
 		}
 		set = q.narrow(x, pool, set)
 		if len(set) == 1 && q.distinguished(&x.all[pool[set[0]]]) {
+			if outscored(scores, eligible, set[0]) {
+				// Signals disagree: another element agrees with more of
+				// the recording than the one this strategy singled out
+				// (a renamed control and a new one with its old name).
+				res.Ambiguous = true
+				break
+			}
 			chosen, res.Strategy, res.Unique = set[0], t.s, true
 			break
 		}
@@ -692,6 +704,17 @@ func (x *Index) Find(rec Element) Result {
 	}
 	res.Candidates = topCandidates(x, pool, scores, conflicts, chosen)
 	return res
+}
+
+// outscored reports whether an eligible element other than c scores
+// higher than c.
+func outscored(scores []float64, eligible []int, c int) bool {
+	for _, i := range eligible {
+		if i != c && scores[i] > scores[c]+1e-9 {
+			return true
+		}
+	}
+	return false
 }
 
 // narrow shrinks set by the non-positional signals, strongest first,

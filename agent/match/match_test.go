@@ -408,6 +408,17 @@ func TestFindNeverConfidentlyWrong(t *testing.T) {
 			t.Fatalf("got %+v, want 1 at the recorded xpath, ambiguous", r)
 		}
 	})
+	t.Run("a renamed control and a new one with its old name: no choice", func(t *testing.T) {
+		from := page(el("button", "button", "Apply", "/html/body/main[1]/form[1]/button[1]", "type", "submit", "id", "apply-btn", "name", "apply", "class", "btn primary"))
+		to := page(
+			el("button", "button", "Apply", "/html/body/header[1]/button[1]", "type", "submit", "id", "promo-apply", "class", "promo"),
+			el("button", "button", "Apply now", "/html/body/main[1]/form[1]/button[1]", "type", "submit", "id", "apply-btn", "name", "apply", "class", "btn primary"))
+		r := Find(record(t, from, 1), to)
+		checkInvariants(t, r)
+		if r.Found() || r.Unique || !r.Ambiguous || len(r.Candidates) != 2 || r.Candidates[0].Index != 2 {
+			t.Fatalf("got %+v, want no choice, ambiguous, the renamed control first", r)
+		}
+	})
 	t.Run("xpath with an inconsistent name is not a match", func(t *testing.T) {
 		from := page(el("button", "button", "Withdraw", "/html/body/main[1]/button[2]", "id", "w"))
 		r := Find(record(t, from, 1), page(el("button", "button", "More actions", "/html/body/main[1]/button[2]", "id", "m")))
