@@ -281,8 +281,11 @@ type PlannedAction struct {
 // model, healing the steps that break with opt.Model when it is set. The
 // error is non-nil when the replay did not reach the recording's end: a
 // *ReplayError (errors.Is ErrReplay and one of its sentinels) for a step
-// that could not be replayed, or the Run's own error; ReplayResult is then
-// what happened so far.
+// that could not be replayed (or a run that ended before the recording's
+// end, a heal's done included), or the Run's own error; ReplayResult is
+// then what happened so far. Bad input (an empty history, unknown or
+// secret Vars, Settings the agent refuses) is an error with a nil result
+// before anything runs.
 func Replay(ctx context.Context, b Browser, h *History, opt ReplayOptions) (*ReplayResult, error) {
 	return replay(ctx, b, h, opt)
 }

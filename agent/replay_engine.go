@@ -86,12 +86,16 @@ func replay(ctx context.Context, b Browser, h *History, opt ReplayOptions) (*Rep
 		}
 	}
 	out.Actions, out.Healed = rp.report()
-	if runErr == nil && rp.cur < len(rp.steps) && !(res != nil && res.Done && res.Success) {
+	if runErr == nil && rp.cur < len(rp.steps) {
 		// The run ended (a heal's done, the step budget, failures) before
-		// the recording was replayed through.
+		// the recording was replayed through: even a successful done by
+		// the heal's model is not the recording's.
 		s := rp.steps[rp.cur]
 		why := "the run ended before this step"
-		if res != nil && len(res.Errors) > 0 {
+		switch {
+		case res != nil && res.Done:
+			why += ": the model called done during a heal"
+		case res != nil && len(res.Errors) > 0:
 			why += ": " + res.Errors[len(res.Errors)-1]
 		}
 		runErr = &ReplayError{Step: s.step, Action: -1, Err: fmt.Errorf("%w: %s", ErrReplay, why)}

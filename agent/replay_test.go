@@ -289,6 +289,23 @@ func TestReplayHealsWithOneModelCall(t *testing.T) {
 	}
 }
 
+// A heal's model that calls done ends the run, but the replay did not
+// reach the recording's end: that is an error naming the step.
+func TestReplayHealDoneIsNotTheRecordings(t *testing.T) {
+	h := record(t, agent.Settings{}, "Ada")
+	b := agenttest.New(t, rpSite(rpOrigin, "gone")...)
+	opt := replayOpts(t)
+	opt.Model = scripted.New([]scripted.Step{{Action: "done", Params: map[string]any{"text": "sent it", "success": true}}})
+	rr, err := agent.Replay(replayCtx(t), b, h, opt)
+	var re *agent.ReplayError
+	if !errors.As(err, &re) || re.Step != 2 || !strings.Contains(err.Error(), "called done") {
+		t.Fatalf("err %v", err)
+	}
+	if rr.ModelCalls != 1 || !rr.Result.Done {
+		t.Fatalf("model calls %d, result %+v", rr.ModelCalls, rr.Result)
+	}
+}
+
 // An outcome that differs (expected navigated, got changed) is healed:
 // the model does what the step meant (Confirm), and since the page is
 // already where the recorded click led (the next recorded step's
