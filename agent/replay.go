@@ -14,9 +14,11 @@ package agent
 //   - Elements. Each element action re-identifies its element on the new
 //     observation with agent/match (match.Find: hash, stable hash, role and
 //     name, attributes, XPath, position); the action's index is rewritten
-//     to the element found, and ActionRecord.Match says how. A match that
-//     fell back on position (Ambiguous) is put to Settings.Approver first
-//     (ApprovalRequest.Match); a denial fails the step as ambiguous.
+//     to the element found, and ActionRecord.Match says how (an action
+//     recorded without an element, from an older history, keeps its
+//     recorded index). A match that fell back on position (Ambiguous) is
+//     put to Settings.Approver first (ApprovalRequest.Match); a denial
+//     fails the step as ambiguous.
 //   - Preconditions, per step, polled on fresh observations (every 100 ms,
 //     no fixed pause) until they hold, or the page stayed unchanged for 1 s
 //     with them failing, or ReplayOptions.SettleTimeout passes: the page's URL
@@ -32,8 +34,11 @@ package agent
 //     one (compatibleVerdict): the same verdict always agrees; a recorded
 //     no_change accepts anything but failed; a recorded changed also
 //     accepts navigated (a site that now reloads instead of re-rendering);
-//     a recorded "" (actions without evidence) accepts anything but failed.
-//     Otherwise (e.g. expected navigated, got no_change) the step failed.
+//     a recorded "" (actions without evidence) accepts anything but failed;
+//     an action that sets a field's value (input, select_dropdown,
+//     upload_file) recorded as changed also accepts no_change. A replayed
+//     done that the done check holds back fails. Otherwise (e.g. expected
+//     navigated, got no_change) the step failed (HistoryItem.Error).
 //   - Healing. A step whose element is not found uniquely, whose
 //     precondition fails or whose outcome differs is handed to
 //     ReplayOptions.Model for that step alone (HistoryItem.Source "heal"):
