@@ -13,7 +13,8 @@ import (
 type Sources struct {
 	Model, Replayed, Healed, Cached int
 	// Saved is how many steps ran without a model call because a replay
-	// or the action cache answered: each saved one.
+	// or the action cache answered: each saved one (step 0, the initial
+	// actions, never asks a model and is not counted).
 	Saved int
 	// Cache is the run's action cache counts (trace.Run.Cache); nil when
 	// the cache was off.
@@ -42,7 +43,9 @@ func sumSources(steps []Step, calls map[stepKey]int, cache *agent.CacheStats) So
 		default:
 			s.Model++
 		}
-		if (st.Source == agent.SourceReplay || st.Source == agent.SourceCache) && calls[stepKey{st.RunIndex, st.Step.Step}] == 0 {
+		// Step 0 (the initial actions) never asks a model: replaying it
+		// saves nothing.
+		if (st.Source == agent.SourceReplay || st.Source == agent.SourceCache) && st.Step.Step > 0 && calls[stepKey{st.RunIndex, st.Step.Step}] == 0 {
 			s.Saved++
 		}
 	}

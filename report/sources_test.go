@@ -29,6 +29,8 @@ func sourcesTrace(t *testing.T) string {
 		typ  string
 		data any
 	}{
+		// A replayed step 0 (the initial navigation) saves no model call.
+		{trace.TypeStep, trace.Step{Step: 0, Source: agent.SourceReplay, Actions: []trace.Action{{Name: "navigate", Params: json.RawMessage(`{"url":"http://127.0.0.1/"}`), Verdict: "navigated"}}}},
 		{trace.TypeStep, trace.Step{Step: 1, Source: agent.SourceReplay, Actions: []trace.Action{{Name: "click", Params: json.RawMessage(`{"index":12}`), Verdict: "navigated",
 			Element: apply, Match: &match.Result{Index: 12, Strategy: match.ByStableHash, Score: 0.93, Unique: true,
 				Candidates: []match.Candidate{{Index: 12, Tag: "button", Role: "button", Name: "Apply for this job", Score: 0.93}}}}}}},
@@ -64,7 +66,7 @@ func TestReportShowsSourcesAndMatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Sources{Model: 1, Replayed: 2, Healed: 1, Cached: 1, Saved: 3, Cache: d.Run.Cache}
+	want := Sources{Model: 1, Replayed: 3, Healed: 1, Cached: 1, Saved: 3, Cache: d.Run.Cache}
 	if d.Sources != want {
 		t.Fatalf("sources %+v, want %+v", d.Sources, want)
 	}
@@ -107,10 +109,10 @@ func TestReportShowsSourcesAndMatches(t *testing.T) {
 			Pwned: !!window.pwned,
 		};
 	})()`, &f)
-	if f.Summary != "2 steps replayed · 1 healed by the model · 1 from the cache · cache: 1 hit, 2 misses (1 invalidated) · 3 model calls saved" {
+	if f.Summary != "3 steps replayed · 1 healed by the model · 1 from the cache · cache: 1 hit, 2 misses (1 invalidated) · 3 model calls saved" {
 		t.Errorf("summary %q", f.Summary)
 	}
-	for step, b := range map[string]string{"1": "replayed|replay", "2": "replayed|replay", "3": "healed by the model|heal", "4": "from the cache|cache", "5": ""} {
+	for step, b := range map[string]string{"0": "replayed|replay", "1": "replayed|replay", "2": "replayed|replay", "3": "healed by the model|heal", "4": "from the cache|cache", "5": ""} {
 		if f.Badges[step] != b {
 			t.Errorf("step %s badge %q, want %q", step, f.Badges[step], b)
 		}
