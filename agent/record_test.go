@@ -245,3 +245,68 @@ func TestDriverDoRecordsElement(t *testing.T) {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// A cached action's match names its candidates from the live page: a
+// secret the page shows is scrubbed from them in the history, as from the
+// recorded element (which, having shown it, has no hashes and is found
+// again by its attributes).
+func TestCachedMatchCandidatesScrubbed(t *testing.T) {
+	const secret = "ada@secret.example"
+	pages := []agenttest.Page{{
+		URL: recordURL, Title: "Apply", Text: "Apply",
+		Elements: []agenttest.Element{
+			{Index: 1, Tag: "a", Text: "Account " + secret, Href: "https://jobs.test/account", Attrs: map[string]string{"href": "/account", "id": "acct"}},
+		},
+	}, {URL: "https://jobs.test/account", Title: "Account", Text: "Your account"}}
+	cache, err := agent.NewDirCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	click := scripted.Step{Action: "click", Params: map[string]any{"index": 1}}
+	done := scripted.Step{WaitFor: "Your account", Action: "done", Params: map[string]any{"text": "ok", "success": true}}
+	runWith := func(steps ...scripted.Step) *agent.History {
+		model := scripted.New(steps)
+		set := settings(t)
+		set.Cache = cache
+		set.SensitiveData = map[string]string{"mail": secret}
+		a := newAgent(t, "Open "+recordURL+" and open the account.", model, agenttest.New(t, pages...), set)
+		if res := run(t, a, model); !res.Success {
+			t.Fatalf("result %+v", res)
+		}
+		return a.History()
+	}
+	first := runWith(click, done)
+	var rec *match.Element
+	for _, it := range first.Items {
+		for _, ar := range it.Actions {
+			if ar.Name == "click" {
+				rec = ar.Element
+			}
+		}
+	}
+	if rec == nil || rec.Name != "Account <secret>mail</secret>" || rec.Hash != "" || rec.StableHash != "" {
+		t.Fatalf("recorded element %+v", rec)
+	}
+	h := runWith(done)
+	var m *match.Result
+	for _, it := range h.Items {
+		for _, ar := range it.Actions {
+			if ar.Name == "click" && it.Source == agent.SourceCache {
+				m = ar.Match
+			}
+		}
+	}
+	if m == nil || !m.Unique || m.Strategy != match.ByAttributes || len(m.Candidates) == 0 {
+		t.Fatalf("the cached click's match %+v", m)
+	}
+	if m.Candidates[0].Name != "Account <secret>mail</secret>" {
+		t.Fatalf("candidate name %q", m.Candidates[0].Name)
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), secret) {
+		t.Fatal("the history holds the secret")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -148,6 +149,16 @@ func (s *secrets) scrubItem(it *HistoryItem) {
 			c.Before.URL, c.Before.Fingerprint = s.scrub(c.Before.URL), s.scrub(c.Before.Fingerprint)
 			c.After.URL, c.After.Fingerprint = s.scrub(c.After.URL), s.scrub(c.After.Fingerprint)
 			it.Actions[i].Result.Outcome = &c
+		}
+		// A replayed or cached action's candidates are named from the
+		// live page, which may show a secret.
+		if m := it.Actions[i].Match; m != nil && len(m.Candidates) > 0 {
+			c := *m
+			c.Candidates = slices.Clone(m.Candidates)
+			for j := range c.Candidates {
+				c.Candidates[j].Name = s.scrub(c.Candidates[j].Name)
+			}
+			it.Actions[i].Match = &c
 		}
 	}
 }
