@@ -54,7 +54,8 @@ const DefaultCacheEntryMaxBytes = 256 << 10
 // treats the step as a miss: a broken cache never fails a run.
 type ActionCache interface {
 	// Get returns the entry stored under key, or an error wrapping
-	// ErrCacheMiss when there is none.
+	// ErrCacheMiss when there is none (a nil entry counts as none). The
+	// step's context bounds it.
 	Get(ctx context.Context, key string) (*CacheEntry, error)
 	// Put stores e under key, replacing any entry there.
 	Put(ctx context.Context, key string, e *CacheEntry) error
@@ -300,7 +301,7 @@ func (s *cacheSource) next(ctx context.Context, st *events.BrowserState, item *H
 	log := a.log.With(zap.Int("step", item.Step), zap.String("cache_key", s.key[:16]))
 	e, err := s.c.Get(ctx, s.key)
 	switch {
-	case errors.Is(err, ErrCacheMiss):
+	case errors.Is(err, ErrCacheMiss) || (err == nil && e == nil):
 		s.stats.Misses++
 		return nil, "", nil, false, nil
 	case err != nil:
