@@ -61,8 +61,10 @@ package agent
 //     placeholder: it is resolved from Settings.SensitiveData when the
 //     action runs, as in a Run, and never stored.
 //   - Non-element actions (navigate with its URL rebased, scroll of the
-//     page, send_keys, go_back, wait, switch_tab, files...) replay as
-//     recorded. extract asks a model: without one the step stops with
+//     page, send_keys, go_back, wait, files...) replay as recorded;
+//     switch_tab and close_tab name the open tab showing the page the
+//     recorded tab showed (tab ids differ from run to run; none or several:
+//     ErrReplayPrecondition). extract asks a model: without one the step stops with
 //     ErrReplayNeedsModel. done replays the recorded done (text and
 //     success): ReplayResult says it was replayed, not re-derived.
 //   - Lean. Replayed steps take no screenshot (unless Settings.Vision is

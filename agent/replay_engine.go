@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -431,6 +432,15 @@ func (r *replayer) check(st *events.BrowserState, idx, from int) ([]ActionCall, 
 		var m *match.Result
 		if ra.rec.Name == "extract" && r.a.extractModel == nil {
 			return nil, nil, nil, r.errAt(idx, ra.pos, st, fmt.Errorf("%w: extract asks a model a question about the page", ErrReplayNeedsModel))
+		}
+		if ra.rec.Name == "switch_tab" || ra.rec.Name == "close_tab" {
+			var p TabParams
+			_ = json.Unmarshal(c.Params, &p)
+			id, ok := mapTab(p.TabID, s.tabs, st.Tabs)
+			if !ok {
+				return nil, nil, nil, r.errAt(idx, ra.pos, st, fmt.Errorf("%w: no single open tab is on the page the recorded tab %s showed", ErrReplayPrecondition, p.TabID))
+			}
+			c.Params = setParam(c.Params, "tab_id", id)
 		}
 		if e := ra.rec.Element; e != nil && paramIndex(c.Params) > 0 {
 			res := match.Find(*e, st.Elements)

@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/browseragent/browseragent/agent/match"
+	"github.com/browseragent/browseragent/events"
 )
 
 // recStep is a recorded step as the replay runs it.
@@ -22,6 +23,9 @@ type recStep struct {
 	free       bool
 	goal, eval string
 	actions    []recAction
+	// tabs are the tabs the recorded step observed (their URLs rebased),
+	// to find a switched-to or closed tab again.
+	tabs []events.TabInfo
 }
 
 // recAction is a recorded action as the replay runs it.
@@ -77,6 +81,10 @@ func compile(h *History, opt ReplayOptions) ([]recStep, []Variable, error) {
 			continue
 		}
 		s := recStep{step: it.Step, url: rebaseURL(it.State.URL, opt.Rebase)}
+		for _, t := range it.State.Tabs {
+			t.URL = rebaseURL(t.URL, opt.Rebase)
+			s.tabs = append(s.tabs, t)
+		}
 		if it.Output != nil {
 			s.goal, s.eval = it.Output.NextGoal, it.Output.EvaluationPreviousGoal
 		}
@@ -438,4 +446,30 @@ func clipLine(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// mapTab finds, among the tabs open now, the one a recorded tab_id named:
+// tab ids differ from run to run, so the recorded tab's URL (rebased) is
+// looked up by route. ok is false when no tab, or more than one, has it.
+func mapTab(ref string, recorded, now []events.TabInfo) (string, bool) {
+	want := ""
+	for _, t := range recorded {
+		if t.TargetID == ref || TabRef(t.TargetID) == ref {
+			want = t.URL
+			break
+		}
+	}
+	if want == "" {
+		return "", false
+	}
+	found := ""
+	for _, t := range now {
+		if sameRoute(want, t.URL) {
+			if found != "" {
+				return "", false
+			}
+			found = t.TargetID
+		}
+	}
+	return found, found != ""
 }

@@ -601,3 +601,49 @@ func TestReplayExtractNeedsModel(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// A recorded switch_tab names its tab by the page it showed: on replay the
+// tab back to the form is found again and switched to.
+func TestReplaySwitchTab(t *testing.T) {
+	pages := func() []agenttest.Page {
+		return []agenttest.Page{{URL: rpForm, Title: "Apply", Elements: []agenttest.Element{
+			{Index: 1, Tag: "a", Text: "Salary guide", NewTab: rpOrigin + "/guide"},
+		}}, {URL: rpOrigin + "/guide", Title: "Guide", Text: "Salaries"}}
+	}
+	b := agenttest.New(t, pages()...)
+	model := scripted.New([]scripted.Step{
+		{Action: "click", Label: "Salary guide"},
+		{Action: "switch_tab", Params: map[string]any{"tab_id": "0001"}},
+		{Action: "done", Params: map[string]any{"text": "read", "success": true}},
+	})
+	set := agent.Settings{RunDir: t.TempDir(), InitialActions: []agent.ActionCall{{Name: "navigate", Params: json.RawMessage(`{"url":"` + rpForm + `"}`)}}}
+	a := newAgent(t, "read the salary guide", model, b, set)
+	run(t, a, model)
+	h := a.History()
+	if h.Items[2].Actions[0].Name != "switch_tab" || h.Items[2].Actions[0].Error != "" {
+		t.Fatalf("recording: %+v", h.Items[2].Actions)
+	}
+	b2 := agenttest.New(t, pages()...)
+	rr, err := agent.Replay(replayCtx(t), b2, h, replayOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := b2.Events(events.SwitchTab.Name)
+	// The agent follows the new tab, then the replayed switch goes back.
+	if len(sw) != 2 || sw[1].Payload.(events.SwitchTabEvent).TargetID != "tab-0001" || b2.FocusedTab() != "tab-0001" {
+		t.Fatalf("switches %+v, focused %q", sw, b2.FocusedTab())
+	}
+	var p struct {
+		TabID string `json:"tab_id"`
+	}
+	for _, it := range rr.History.Items {
+		for _, x := range it.Actions {
+			if x.Name == "switch_tab" {
+				_ = json.Unmarshal(x.Params, &p)
+			}
+		}
+	}
+	if p.TabID != "tab-0001" {
+		t.Fatalf("replayed switch_tab params name %q", p.TabID)
+	}
+}
