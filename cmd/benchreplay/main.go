@@ -130,7 +130,7 @@ func measure(ctx context.Context, bin, dir string, latency time.Duration) (sampl
 		return s, fmt.Errorf("recording: the site received %d applications, want 1", n)
 	}
 	rep := filepath.Join(dir, "replayed")
-	s.repWall, err = timed(ctx, bin, "replay", "--allowed-domains", "127.0.0.1", "--json", "--out", rep, filepath.Join(rec, "history.json"))
+	s.repWall, err = timed(ctx, bin, "replay", "--allowed-domains", "127.0.0.1", "--file", cv, "--json", "--out", rep, filepath.Join(rec, "history.json"))
 	if err != nil {
 		return s, fmt.Errorf("replaying: %w", err)
 	}

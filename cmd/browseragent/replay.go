@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -111,6 +112,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	dryRun := fs.Bool("dry-run", false, "print the plan (steps, how each element will be matched, variables) and exit; no browser is started")
 	outDir := fs.String("out", "", "folder for the replay's trace, history, screenshots and report (default ./out/replay-TIMESTAMP)")
 	asJSON := fs.Bool("json", false, "print the result (or the plan) as JSON")
+	var files fileFlags
+	fs.Var(&files, "file", "a local file the replay may upload as recorded (repeatable); a recorded upload path is used only when named here or given with --var")
 	secrets := secretFlags{}
 	fs.Var(secrets, "secret-env", "the value of a recorded <secret>name</secret>, read from an environment variable: name=ENVVAR (repeatable); never stored")
 	fs.Usage = func() {
@@ -157,7 +160,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if dir == "" {
 		dir = filepath.Join("out", "replay-"+time.Now().UTC().Format("20060102-150405"))
 	}
-	set := agent.Settings{AvailableFilePaths: uploadPaths(plan)}
+	uploads, err := trustedUploads(plan, opts.Vars, files)
+	if err != nil {
+		return err
+	}
+	set := agent.Settings{AvailableFilePaths: uploads}
 	if !rf.allowAmbiguous {
 		set.Approver = refuseAmbiguous{}
 	}
@@ -215,10 +222,15 @@ func planRecording(h *agent.History, opts agent.ReplayOptions) (*agent.ReplayPla
 	return plan, err
 }
 
-// uploadPaths are the files the plan uploads (recorded or given with
-// --var): the replay may upload them, as the recorded run could.
-func uploadPaths(p *agent.ReplayPlan) []string {
-	var out []string
+// plannedUpload is one upload_file the plan runs.
+type plannedUpload struct {
+	step     int
+	variable string
+	path     string
+}
+
+func plannedUploads(p *agent.ReplayPlan) []plannedUpload {
+	var out []plannedUpload
 	for _, s := range p.Steps {
 		for _, a := range s.Actions {
 			if a.Name != "upload_file" || a.Skipped != "" {
@@ -228,11 +240,43 @@ func uploadPaths(p *agent.ReplayPlan) []string {
 				Path string `json:"path"`
 			}
 			if json.Unmarshal(a.Params, &params) == nil && params.Path != "" {
-				out = append(out, params.Path)
+				out = append(out, plannedUpload{step: s.Step, variable: a.Var, path: params.Path})
 			}
 		}
 	}
 	return out
+}
+
+// uploadPaths are every file the plan uploads: for demo --replay, whose
+// recording and CV file are its own.
+func uploadPaths(p *agent.ReplayPlan) []string {
+	var out []string
+	for _, u := range plannedUploads(p) {
+		out = append(out, u.path)
+	}
+	return out
+}
+
+// trustedUploads are the files replay may upload. A history is data that
+// may come from anyone, and a recorded path could name any local file
+// (~/.ssh/id_ed25519): an upload runs only when its file was named on the
+// command line, with --var for its variable or with --file.
+func trustedUploads(p *agent.ReplayPlan, vars map[string]string, files []string) ([]string, error) {
+	var out []string
+	for _, u := range plannedUploads(p) {
+		_, byVar := vars[u.variable]
+		abs, _ := filepath.Abs(u.path)
+		if byVar || slices.Contains(files, abs) {
+			out = append(out, u.path)
+			continue
+		}
+		hint := "--file " + u.path
+		if u.variable != "" {
+			hint = fmt.Sprintf("--var %s=%s (or %s)", u.variable, u.path, hint)
+		}
+		return nil, usagef("step %d uploads %s: a recorded upload path is used only when the command line names it; pass %s", u.step, u.path, hint)
+	}
+	return out, nil
 }
 
 // printReplayOutcome prints a replay's end: the run's, then what replay

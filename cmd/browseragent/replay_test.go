@@ -103,6 +103,7 @@ func TestReplayDemo(t *testing.T) {
 			{"bad var", []string{"replay", "--var", "novalue", history}, 2, "want name=value"},
 			{"bad rebase", []string{"replay", "--rebase", "localhost=elsewhere", history}, 2, "is not an origin"},
 			{"base-url without model", []string{"replay", "--base-url", "http://127.0.0.1:1/v1", history}, 2, "--base-url needs --model"},
+			{"untrusted upload", []string{"replay", history}, 2, "step 3 uploads " + filepath.Join(rec, demosite.CVName) + ": a recorded upload path is used only when the command line names it; pass --var cv="},
 			{"heal without replay", []string{"demo", "--heal"}, 2, "--heal needs --replay"},
 			{"unknown site version", []string{"demo", "--site-version", "v2"}, 2, "unknown site version"},
 		} {
@@ -240,7 +241,7 @@ func TestReplayDemo(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer site.Close()
-		args := []string{"replay", "--rebase", recOrigin[1] + "=" + site.URL(), "--allowed-domains", "127.0.0.1"}
+		args := []string{"replay", "--rebase", recOrigin[1] + "=" + site.URL(), "--allowed-domains", "127.0.0.1", "--file", filepath.Join(rec, demosite.CVName)}
 		r := cli(t, nil, append(args, "--out", filepath.Join(dir, "amb1"), ambiguous)...)
 		if r.code != exitReplay || !strings.Contains(r.stderr, "replay step 1 action 0 (click)") || !strings.Contains(r.stderr, "position") || len(site.Applications()) != 0 {
 			t.Fatalf("an ambiguous match without --allow-ambiguous: exit %d, %d applications\n%s", r.code, len(site.Applications()), r.stderr)
