@@ -184,7 +184,9 @@ func (s *Site) Applications() []Application {
 	return append([]Application(nil), s.apps...)
 }
 
-// Close stops the server and waits for it.
+// Close stops the server: it closes the listener and every connection and
+// waits for the serving goroutine. A handler already running may still be
+// finishing (they only render a page or record an application).
 func (s *Site) Close() error {
 	err := s.srv.Close()
 	<-s.done

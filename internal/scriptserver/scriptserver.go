@@ -55,13 +55,19 @@ type Server struct {
 	srv   *http.Server
 	done  chan struct{}
 	calls atomic.Int64
+	// gen serialises the model's calls (a scripted model is a sequence).
+	gen sync.Mutex
 
 	mu   sync.Mutex
 	errs []error
+	// closing refuses new handlers; handlers counts the running ones,
+	// which Close waits for.
+	closing  bool
+	handlers sync.WaitGroup
 }
 
-// Start listens and serves m. Calls reach m one at a time, in arrival
-// order.
+// Start listens and serves m. Calls reach m one at a time (their latency
+// runs concurrently); which waiting call goes next is not defined.
 func Start(m llm.Model, cfg Config) (*Server, error) {
 	if m == nil {
 		return nil, errors.New("scriptserver: nil model")
@@ -114,11 +120,28 @@ func (s *Server) Errors() []error {
 	return append([]error(nil), s.errs...)
 }
 
-// Close stops the server, ending calls in progress, and waits for it.
+// Close stops the server, ending calls in progress (their contexts are
+// cancelled when their connections close), and waits for its goroutine and
+// every handler to return. A request arriving meanwhile is answered 503.
 func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	err := s.srv.Close()
 	<-s.done
+	s.handlers.Wait()
 	return err
+}
+
+// enter registers a running handler; false once Close has begun.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.handlers.Add(1)
+	return true
 }
 
 // request is the part of a chat-completions request that is understood.
@@ -189,6 +212,11 @@ func (r *request) toLLM() (llm.Request, error) {
 }
 
 func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
+	if !s.enter() {
+		writeError(w, http.StatusServiceUnavailable, "server_error", "the server is closing")
+		return
+	}
+	defer s.handlers.Done()
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
@@ -222,7 +250,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ModelTimeout)
 	defer cancel()
-	resp, err := s.model.Generate(ctx, lr)
+	resp, err := s.generate(ctx, lr)
 	if err != nil {
 		s.mu.Lock()
 		s.errs = append(s.errs, err)
@@ -246,6 +274,13 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	})
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
+}
+
+// generate calls the model, one call at a time.
+func (s *Server) generate(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	s.gen.Lock()
+	defer s.gen.Unlock()
+	return s.model.Generate(ctx, req)
 }
 
 func writeError(w http.ResponseWriter, status int, typ, msg string) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,5 +196,99 @@ func TestBadInput(t *testing.T) {
 	}
 	if s.Calls() != 0 {
 		t.Errorf("bad requests counted as calls: %d", s.Calls())
+	}
+}
+
+// gate is a model whose calls block until released (or their context
+// ends), counting how many run at once.
+type gate struct {
+	in, maxIn, returned atomic.Int64
+	entered             chan struct{}
+	release             chan struct{}
+}
+
+func (g *gate) Name() string { return "gate" }
+
+func (g *gate) Generate(ctx context.Context, _ llm.Request) (*llm.Response, error) {
+	n := g.in.Add(1)
+	for {
+		m := g.maxIn.Load()
+		if n <= m || g.maxIn.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	defer g.returned.Add(1)
+	defer g.in.Add(-1)
+	g.entered <- struct{}{}
+	select {
+	case <-g.release:
+		return &llm.Response{Content: `{"memory":"ok","action":[]}`}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestCallsOneAtATime: two concurrent requests reach the model one after
+// the other, and both are answered.
+func TestCallsOneAtATime(t *testing.T) {
+	g := &gate{entered: make(chan struct{}, 2), release: make(chan struct{})}
+	s := start(t, g, Config{})
+	m := client(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := m.Generate(ctx, llm.Request{Messages: []llm.Message{llm.UserMessage(llm.Text("hi"))}})
+			errs <- err
+		}()
+	}
+	<-g.entered
+	// Both requests are in (the second waits for the model).
+	for s.Calls() < 2 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the second request never arrived")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	g.release <- struct{}{}
+	<-g.entered
+	g.release <- struct{}{}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := g.maxIn.Load(); n != 1 {
+		t.Fatalf("%d model calls ran at once, want 1", n)
+	}
+}
+
+// TestCloseWaitsForHandlers: Close returns only after a call in progress
+// in the model has returned.
+func TestCloseWaitsForHandlers(t *testing.T) {
+	g := &gate{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	s, err := Start(g, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := client(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m.Generate(ctx, llm.Request{Messages: []llm.Message{llm.UserMessage(llm.Text("hi"))}})
+		errc <- err
+	}()
+	<-g.entered
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if g.returned.Load() != 1 {
+		t.Fatal("Close returned while the model's call was still running")
+	}
+	if err := <-errc; err == nil {
+		t.Fatal("a call cut by Close succeeded")
 	}
 }
