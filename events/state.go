@@ -125,8 +125,14 @@ type ElementInfo struct {
 	Role       string
 	Name       string // accessible name
 	Attributes map[string]string
-	XPath      string
-	Bounds     *Rect // viewport coordinates, nil if unknown
+	XPath      string // relative to the document of the element's frame
+	Bounds     *Rect  // viewport coordinates, nil if unknown
+	// Frame names the frame whose document holds the element, stably
+	// across runs (FrameID changes): "" for the page's own document, else
+	// each enclosing frame from the outermost, joined by " > ", as its
+	// document URL without query and fragment (the path alone when the
+	// frame shares the page's origin).
+	Frame string
 }
 
 // PageInfo is the page geometry of an observation.

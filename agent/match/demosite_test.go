@@ -3,6 +3,8 @@ package match_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +179,71 @@ func TestFindOnDemoSiteVersions(t *testing.T) {
 				t.Logf("%s %q: %s, score %.2f", v, tg.name, r.Strategy, r.Score)
 			}
 		})
+	}
+}
+
+// The DOM watchdog names an iframe's elements by their frame (real
+// Chromium): a consent banner's "Accept" recorded in its iframe is not
+// taken for the page's own "Accept" once the banner is gone.
+func TestFrameOfElementsInChromium(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	mux := http.NewServeMux()
+	html := func(body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = w.Write([]byte("<!doctype html><html><body>" + body + "</body></html>"))
+		}
+	}
+	mux.HandleFunc("/consent.html", html(`<p>Cookies?</p><button>Accept</button>`))
+	mux.HandleFunc("/with", html(`<main><button>Accept</button></main><iframe src="/consent.html?lang=en" width="300" height="120"></iframe>`))
+	mux.HandleFunc("/without", html(`<main><button>Accept</button></main>`))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	o := newObserver(t, ctx)
+
+	// The iframe loads after the page: poll until it is observed.
+	var with map[int]events.ElementInfo
+	var framed, own int
+	for {
+		with = o.open(srv.URL + "/with")
+		framed, own = 0, 0
+		for i, e := range with {
+			if e.Name != "Accept" {
+				continue
+			}
+			if e.Frame == "" {
+				own = i
+			} else {
+				framed = i
+			}
+		}
+		if framed != 0 && own != 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the iframe's button never observed: %+v", with)
+		}
+	}
+	if f := with[framed].Frame; f != "/consent.html" {
+		t.Fatalf("iframe element's Frame = %q, want /consent.html (same origin: path, no query)", f)
+	}
+	rec, ok := match.Record(framed, with)
+	if !ok || rec.Frame != "/consent.html" || rec.Similar != 1 {
+		t.Fatalf("recorded %+v", rec)
+	}
+	r := match.Find(rec, with)
+	if !r.Unique || r.Index != framed || r.Strategy != match.ByHash {
+		t.Fatalf("on the same page: %+v, want %d by hash", r, framed)
+	}
+	without := o.open(srv.URL + "/without")
+	r = match.Find(rec, without)
+	if r.Found() || len(r.Candidates) != 1 || r.Candidates[0].Conflict != "frame" {
+		t.Fatalf("banner gone: %+v, want nothing, the page's Accept ruled out by its frame", r)
+	}
+	top, _ := match.Record(own, with)
+	r = match.Find(top, without)
+	if !r.Unique || without[r.Index].Frame != "" {
+		t.Fatalf("the page's own Accept: %+v", r)
 	}
 }

@@ -26,7 +26,7 @@
 //   - attributes: more strong identifying attributes (id, test ids, name,
 //     aria-label, placeholder, href path, for, title, alt) agree than
 //     differ (a different id does not count against: sites regenerate
-//     ids);
+//     ids; another accessible name does, unless a test id agrees);
 //   - xpath: the same XPath, a consistent name, and no identifying
 //     attribute but id and class differs or went missing.
 //
@@ -45,7 +45,10 @@
 //
 //   - A recorded test id (data-testid, data-test, data-cy, data-qa,
 //     data-selenium), input type or href path that the candidate has with
-//     another value vetoes it, whatever else agrees (Candidate.Conflict).
+//     another value vetoes it, whatever else agrees (Candidate.Conflict),
+//     and so does another frame (Element.Frame). Hrefs compare without
+//     query and fragment, a relative one by path against an absolute one;
+//     an href naming no target (#, javascript:) is no signal at all.
 //   - A strategy's single element is not taken when another element agrees
 //     with more of the recording (a higher Candidate.Score: a renamed
 //     control and a new one bearing its old name): the result is Ambiguous
@@ -57,7 +60,25 @@
 //     ordinal among look-alikes when their number is unchanged, else the
 //     look-alike at the recorded XPath, else none; the result is Ambiguous
 //     and never Unique, and a caller must confirm it (replay asks the
-//     approval policy) or give up.
+//     approval policy) or give up. An id, name or for that differs from
+//     the look-alikes' only in its digits (del-0, del-1) numbers rows by
+//     position and tells nothing apart.
+//   - A nameless element found at its recorded XPath while more
+//     look-alikes (nameless, same role) are there than were recorded is
+//     a positional choice: Ambiguous.
+//   - A choice scoring under MinUniqueScore is Ambiguous, unless a
+//     recorded test id agrees.
+//
+// # Limits
+//
+//   - A per-row control recorded on a list with one row (no look-alikes)
+//     is found in whatever row is there now: nothing about its row (the
+//     row's text) is recorded.
+//   - Ids that are real identities but differ only by digits
+//     (invoice-42, invoice-43) are taken for row numbers: rows told apart
+//     by them alone are Ambiguous.
+//   - A frame is named by its document URL (Element.Frame): two iframes
+//     showing the same URL are one frame to Find.
 //
 // The package works on plain observation data: any DOM watchdog that fills
 // events.ElementInfo (the built-in one or a replacement) can be matched.
@@ -66,7 +87,6 @@ package match
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -108,6 +128,10 @@ type Element struct {
 	Distinct []string `json:"distinct,omitempty"`
 	// Bounds is the element's box in viewport CSS pixels, when known.
 	Bounds *events.Rect `json:"bounds,omitempty"`
+	// Frame names the frame whose document holds the element
+	// (events.ElementInfo.Frame): "" for the page's own document. An
+	// element in another frame is never the same one.
+	Frame string `json:"frame,omitempty"`
 }
 
 // Strategy names how Find singled an element out.
@@ -151,11 +175,17 @@ type Result struct {
 	// Score is the chosen element's Candidate.Score.
 	Score float64 `json:"score,omitempty"`
 	// Unique reports that the element was singled out by what identifies
-	// it (and scored highest). Ambiguous reports that it was not: several
-	// elements matched equally and only position could choose (Index is
-	// then the positional choice, which a caller must confirm, or 0 when
-	// position could not choose either), or the signals disagreed (another
-	// element scored higher than the strategy's; Index 0). Never both.
+	// it (and scored highest, at least MinUniqueScore). Ambiguous reports
+	// that it was not, in one of two ways:
+	//   - a choice to confirm: several elements matched equally and only
+	//     position could choose, or the one found agrees with too little
+	//     of the recording (under MinUniqueScore); Index is the choice,
+	//     which a caller must confirm, or 0 when position could not
+	//     choose either;
+	//   - the signals disagreed: another element agrees with more of the
+	//     recording than the one the strategy singled out (Index 0;
+	//     Candidates[0] is that other element).
+	// Never both.
 	Unique    bool `json:"unique,omitempty"`
 	Ambiguous bool `json:"ambiguous,omitempty"`
 	// Candidates are the best elements considered, best first (at most
@@ -169,6 +199,16 @@ func (r Result) Found() bool { return r.Index > 0 }
 
 // MaxCandidates caps Result.Candidates.
 const MaxCandidates = 5
+
+// MinUniqueScore is the lowest Score a Unique result has, unless a
+// recorded test id agrees: an element a strategy singled out while
+// agreeing with less of the recording is reported Ambiguous (chosen, to
+// be confirmed). WeakScore is where a report starts calling a Unique
+// match weak.
+const (
+	MinUniqueScore = 0.6
+	WeakScore      = 0.75
+)
 
 // IdentifyingAttrs are the attributes that identify an element rather than
 // its momentary state; only these are recorded and hashed. Values of form
@@ -234,6 +274,7 @@ type desc struct {
 	idx                   int
 	tag, role, name, fold string
 	xpath, path           string
+	frame                 string
 	attrs                 map[string]string
 	// h holds the hashes, computed on first use: only elements on the
 	// recorded tag path can match them, so most are never computed.
@@ -256,7 +297,7 @@ func (d *desc) norm(k string) (string, bool) {
 func describeInfo(info events.ElementInfo) desc {
 	d := desc{
 		idx: info.Index, tag: strings.ToLower(info.Tag), role: info.Role, name: normSpace(info.Name),
-		xpath: info.XPath, path: stripPositions(info.XPath),
+		xpath: info.XPath, path: stripPositions(info.XPath), frame: info.Frame,
 	}
 	d.fold = strings.ToLower(d.name)
 	for _, k := range IdentifyingAttrs {
@@ -326,10 +367,27 @@ func (q query) stableIs(d *desc) bool {
 	return h == q.rec.StableHash
 }
 
+// hashOf digests d's tag path, tag, role, name, frame (when not the
+// page's own) and identifying attributes. One buffer and one Sum256: a
+// worst-case Find hashes every element of a big page.
 func hashOf(d *desc, stable bool) string {
-	h := sha256.New()
-	for _, s := range [...]string{d.path, "|", d.tag, "|", d.role, "|", d.name} {
-		io.WriteString(h, s)
+	n := len(d.path) + len(d.tag) + len(d.role) + len(d.name) + len(d.frame) + 16
+	for _, v := range d.attrs {
+		n += len(v) + 16
+	}
+	b := make([]byte, 0, n)
+	b = append(b, d.path...)
+	b = append(b, '|')
+	b = append(b, d.tag...)
+	b = append(b, '|')
+	b = append(b, d.role...)
+	b = append(b, '|')
+	b = append(b, d.name...)
+	if d.frame != "" {
+		// Only framed elements carry it: hashes recorded before frames
+		// were told apart still match the page's own elements.
+		b = append(b, "|frame="...)
+		b = append(b, d.frame...)
 	}
 	for _, k := range sortedAttrs {
 		v, ok := d.attrs[k]
@@ -344,12 +402,13 @@ func hashOf(d *desc, stable bool) string {
 				v = d.hrefPath
 			}
 		}
-		for _, s := range [...]string{"|", k, "=", v} {
-			io.WriteString(h, s)
-		}
+		b = append(b, '|')
+		b = append(b, k...)
+		b = append(b, '=')
+		b = append(b, v...)
 	}
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0])[:8])
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // sortedAttrs are IdentifyingAttrs in the order hashes take them.
@@ -420,6 +479,49 @@ func stripQuery(href string) string {
 	return href
 }
 
+// splitOrigin splits an href path (stripQuery) into its origin
+// ("https://host:port", lower-cased; "" for a relative href) and its path
+// ("/" when the URL has none).
+func splitOrigin(p string) (origin, path string) {
+	i := strings.Index(p, "://")
+	if i <= 0 {
+		return "", p
+	}
+	scheme := strings.ToLower(p[:i])
+	if scheme != "http" && scheme != "https" {
+		return "", p
+	}
+	rest := p[i+3:]
+	j := strings.IndexByte(rest, '/')
+	if j < 0 {
+		return strings.ToLower(p), "/"
+	}
+	return strings.ToLower(p[:i+3+j]), rest[j:]
+}
+
+// hrefIdentifying reports whether an href path names a target: "" (the
+// href was empty, "#" or "?...") and javascript: links do not, and any
+// two such links would agree.
+func hrefIdentifying(p string) bool {
+	return p != "" && !strings.HasPrefix(strings.ToLower(strings.TrimSpace(p)), "javascript:")
+}
+
+// hrefSame reports whether two href paths (stripQuery) name the same
+// page: equal, or equal paths when one of them is relative (a site
+// writing absolute links for its own origin, or a recording rebased to
+// another host). Two absolute hrefs on different origins differ.
+func hrefSame(a, b string) bool {
+	if a == b {
+		return true
+	}
+	oa, pa := splitOrigin(a)
+	ob, pb := splitOrigin(b)
+	if oa != "" && ob != "" {
+		return false
+	}
+	return pa == pb
+}
+
 func normSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // sameAttr reports whether two values of attribute k say the same: class
@@ -432,8 +534,10 @@ func sameAttr(k, a, b string) bool {
 }
 
 // lookAlike reports whether a and b look the same to a reader: same tag,
-// role and name (ignoring case).
-func lookAlike(a, b desc) bool { return a.tag == b.tag && a.role == b.role && a.fold == b.fold }
+// role and name (ignoring case), in the same frame.
+func lookAlike(a, b desc) bool {
+	return a.tag == b.tag && a.role == b.role && a.fold == b.fold && a.frame == b.frame
+}
 
 // Index is one observation's elements, described once, for many Finds.
 // It is read-only after NewIndex and safe for concurrent Finds.
@@ -486,7 +590,7 @@ func Record(index int, elems map[int]events.ElementInfo) (Element, bool) {
 	sort.Ints(idxs)
 	for _, i := range idxs {
 		o := elems[i]
-		if !strings.EqualFold(o.Tag, info.Tag) || o.Role != info.Role || strings.ToLower(normSpace(o.Name)) != self.fold {
+		if !strings.EqualFold(o.Tag, info.Tag) || o.Role != info.Role || o.Frame != info.Frame || strings.ToLower(normSpace(o.Name)) != self.fold {
 			continue
 		}
 		e.Similar++
@@ -527,7 +631,7 @@ func (x *Index) Record(index int) (Element, bool) {
 }
 
 func (d *desc) element() Element {
-	e := Element{Tag: d.tag, Role: d.role, Name: d.name, XPath: d.xpath}
+	e := Element{Tag: d.tag, Role: d.role, Name: d.name, XPath: d.xpath, Frame: d.frame}
 	e.Hash, e.StableHash = d.hashes()
 	if len(d.attrs) > 0 {
 		e.Attrs = make(map[string]string, len(d.attrs))
@@ -556,7 +660,14 @@ func distinct(self desc, others []desc) []string {
 				break
 			}
 		}
-		if !shared && (k != "class" || stableClasses(v) != "") {
+		switch {
+		case shared:
+		case k == "class" && stableClasses(v) == "":
+		case k == "href" && !hrefIdentifying(self.hrefPath):
+		case positional[k] && numbered(k, v, others):
+			// del-0, del-1, ...: ids given by row position, which the
+			// next row to stand there takes over.
+		default:
 			out = append(out, k)
 		}
 	}
@@ -571,6 +682,33 @@ func distinct(self desc, others []desc) []string {
 		out = append(out, "path")
 	}
 	return out
+}
+
+// positional are the attributes sites number by position (id="del-0",
+// name="items[1][qty]", for= naming such an id).
+var positional = map[string]bool{"id": true, "name": true, "for": true}
+
+// numbered reports whether v and every look-alike's value of k are equal
+// once digits are removed: a position, not an identity.
+func numbered(k, v string, others []desc) bool {
+	base := strings.Map(dropDigit, v)
+	if base == v {
+		return false
+	}
+	for _, o := range others {
+		w, ok := o.attrs[k]
+		if !ok || strings.Map(dropDigit, w) != base {
+			return false
+		}
+	}
+	return true
+}
+
+func dropDigit(r rune) rune {
+	if r >= '0' && r <= '9' {
+		return -1
+	}
+	return r
 }
 
 // Find looks rec up among elems (a new observation's elements): the
@@ -605,6 +743,9 @@ type recAttr struct {
 	path   string // href: without query and fragment
 	weight float64
 	strong bool
+	// vague: an href naming no target (#, javascript:): never a signal
+	// of identity nor of difference.
+	vague bool
 }
 
 func newQuery(rec Element) query {
@@ -627,6 +768,7 @@ func newQuery(rec Element) query {
 			}
 		case "href":
 			a.path = stripQuery(v)
+			a.vague = !hrefIdentifying(a.path)
 		}
 		q.attrs = append(q.attrs, a)
 	}
@@ -682,6 +824,14 @@ func (x *Index) Find(rec Element) Result {
 			continue
 		}
 		set = q.narrow(x, pool, set)
+		if t.s == ByXPath && q.fold == "" && q.alikes(x, pool) > max(rec.Similar, 1) {
+			// A nameless control (an icon) at its old place, with more
+			// look-alikes than recorded: one was inserted before it, or
+			// it moved, and the place proves nothing.
+			res.Ambiguous = true
+			chosen, res.Strategy = set[0], ByXPath
+			break
+		}
 		if len(set) == 1 && q.distinguished(&x.all[pool[set[0]]]) {
 			if outscored(scores, eligible, set[0]) {
 				// Signals disagree: another element agrees with more of
@@ -690,7 +840,14 @@ func (x *Index) Find(rec Element) Result {
 				res.Ambiguous = true
 				break
 			}
-			chosen, res.Strategy, res.Unique = set[0], t.s, true
+			chosen, res.Strategy = set[0], t.s
+			if scores[chosen] < MinUniqueScore && !q.testIDAgrees(&x.all[pool[chosen]]) {
+				// Singled out, but on little of what was recorded (a
+				// test id is written to identify: it is enough).
+				res.Ambiguous = true
+			} else {
+				res.Unique = true
+			}
 			break
 		}
 		// Only position is left to choose by.
@@ -704,6 +861,19 @@ func (x *Index) Find(rec Element) Result {
 	}
 	res.Candidates = topCandidates(x, pool, scores, conflicts, chosen)
 	return res
+}
+
+// alikes counts the elements in pool that look like rec (same role and
+// name, ignoring case) in its frame.
+func (q query) alikes(x *Index, pool []int) int {
+	n := 0
+	for _, p := range pool {
+		d := &x.all[p]
+		if d.role == q.rec.Role && d.fold == q.fold && d.frame == q.rec.Frame {
+			n++
+		}
+	}
+	return n
 }
 
 // outscored reports whether an eligible element other than c scores
@@ -730,9 +900,12 @@ func (q query) narrow(x *Index, pool, set []int) []int {
 		q.stableIs,
 	}
 	for _, a := range q.attrs {
+		if a.vague {
+			continue
+		}
 		preds = append(preds, func(d *desc) bool { w, ok := d.norm(a.k); return ok && w == a.v })
 		if a.k == "href" {
-			preds = append(preds, func(d *desc) bool { return d.hrefPath == a.path })
+			preds = append(preds, func(d *desc) bool { return hrefSame(d.hrefPath, a.path) })
 		}
 	}
 	preds = append(preds,
@@ -791,7 +964,7 @@ func (q query) byPosition(x *Index, pool, set []int, conflicts []string) (int, S
 		var alike []int // positions in pool, in index order
 		for i, p := range pool {
 			d := &x.all[p]
-			if d.role == rec.Role && d.fold == q.fold {
+			if d.role == rec.Role && d.fold == q.fold && d.frame == rec.Frame {
 				alike = append(alike, i)
 			}
 		}
@@ -822,6 +995,9 @@ func (q query) byPosition(x *Index, pool, set []int, conflicts []string) (int, S
 // conflict names the recorded attribute d contradicts in a way that rules
 // it out: a test id, the input type or the href's path.
 func (q query) conflict(d *desc) string {
+	if d.frame != q.rec.Frame {
+		return "frame"
+	}
 	for _, a := range q.attrs {
 		w, ok := d.attrs[a.k]
 		if !ok {
@@ -833,7 +1009,7 @@ func (q query) conflict(d *desc) string {
 				return a.k
 			}
 		case a.k == "href":
-			if a.path != d.hrefPath {
+			if !a.vague && hrefIdentifying(d.hrefPath) && !hrefSame(a.path, d.hrefPath) {
 				return a.k
 			}
 		case slices.Contains(testAttrs, a.k):
@@ -847,11 +1023,14 @@ func (q query) conflict(d *desc) string {
 
 // attrsAgree: more of rec's strong attributes agree with d than differ. An
 // id that differs does not count against: versions of a site regenerate
-// ids more often than anything else.
+// ids more often than anything else. Another accessible name counts
+// against, unless a test id agrees: submit buttons sharing name="action"
+// or name="commit", or a wizard's "Save" and "Delete" with one id, share
+// an attribute and are still different controls.
 func (q query) attrsAgree(d *desc) bool {
 	agree, differ := 0, 0
 	for _, a := range q.attrs {
-		if !a.strong {
+		if !a.strong || a.vague {
 			continue
 		}
 		w, ok := d.attrs[a.k]
@@ -860,7 +1039,7 @@ func (q query) attrsAgree(d *desc) bool {
 		}
 		same := w == a.v
 		if a.k == "href" {
-			same = d.hrefPath == a.path
+			same = hrefSame(d.hrefPath, a.path)
 		}
 		switch {
 		case same:
@@ -869,7 +1048,20 @@ func (q query) attrsAgree(d *desc) bool {
 			differ++
 		}
 	}
+	if q.fold != "" && d.fold != "" && d.fold != q.fold && !q.testIDAgrees(d) {
+		differ++
+	}
 	return agree > 0 && agree > differ
+}
+
+// testIDAgrees reports whether d has one of rec's test ids, same value.
+func (q query) testIDAgrees(d *desc) bool {
+	for _, a := range q.attrs {
+		if slices.Contains(testAttrs, a.k) && d.attrs[a.k] == a.v {
+			return true
+		}
+	}
+	return false
 }
 
 // xpathAgrees: d is at rec's XPath, its name is consistent, and no
@@ -890,7 +1082,7 @@ func (q query) xpathAgrees(d *desc) bool {
 			return false
 		}
 		if a.k == "href" {
-			if d.hrefPath != a.path {
+			if !a.vague && !hrefSame(d.hrefPath, a.path) {
 				return false
 			}
 		} else if w != a.v {
@@ -933,11 +1125,14 @@ func (q query) score(d *desc) float64 {
 		add(wXPath, d.xpath == rec.XPath)
 	}
 	for _, a := range q.attrs {
+		if a.vague {
+			continue
+		}
 		got, ok := d.norm(a.k)
 		switch {
 		case ok && got == a.v:
 			add(a.weight, true)
-		case ok && a.k == "href" && d.hrefPath == a.path:
+		case ok && a.k == "href" && !a.vague && hrefSame(d.hrefPath, a.path):
 			// The same page with another query: half.
 			total += a.weight
 			agree += a.weight / 2

@@ -3,6 +3,7 @@ package match
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -157,6 +158,13 @@ func record(t *testing.T, p map[int]events.ElementInfo, idx int) Element {
 // checkInvariants holds for every Result.
 func checkInvariants(t *testing.T, r Result) {
 	t.Helper()
+	checkResult(t, r, false)
+}
+
+// checkResult is checkInvariants; testIDFound allows a Unique choice by a
+// test id under MinUniqueScore.
+func checkResult(t *testing.T, r Result, testIDFound bool) {
+	t.Helper()
 	if r.Unique && r.Ambiguous {
 		t.Errorf("result both Unique and Ambiguous: %+v", r)
 	}
@@ -192,6 +200,9 @@ func checkInvariants(t *testing.T, r Result) {
 			t.Errorf("chosen score %v outside (0,1]", r.Score)
 		}
 	}
+	if r.Unique && r.Score < MinUniqueScore && !testIDFound {
+		t.Errorf("unique choice %d scores %v, under %v", r.Index, r.Score, MinUniqueScore)
+	}
 	if r.Unique && r.Candidates[0].Index != r.Index {
 		t.Errorf("unique choice %d (score %v) is not the best candidate %+v", r.Index, r.Score, r.Candidates[0])
 	}
@@ -223,9 +234,10 @@ func TestFindAcrossSiteVersions(t *testing.T) {
 		{name: "ids and classes renamed, nameless search box: placeholder", tag: "input", sub: "Search jobs",
 			to:   pageOpts{idPrefix: "k9-", clsPrefix: "x-"},
 			want: want{"input", "", "Search jobs", ByAttributes, true, false}},
-		{name: "ids and classes renamed, nameless icon button: xpath", tag: "button", sub: "dismiss",
+		// Only its place agrees (score 0.57): chosen, to be confirmed.
+		{name: "ids and classes renamed, nameless icon button: xpath, weak", tag: "button", sub: "dismiss",
 			to:   pageOpts{idPrefix: "k9-", clsPrefix: "x-"},
-			want: want{"button", "", "dismiss", ByXPath, true, false}},
+			want: want{"button", "", "dismiss", ByXPath, false, true}},
 		{name: "banner inserted, ids and classes renamed, nameless icon button: none", tag: "button", sub: "dismiss",
 			to:   pageOpts{idPrefix: "k9-", clsPrefix: "x-", banner: true},
 			want: want{}},
@@ -235,9 +247,9 @@ func TestFindAcrossSiteVersions(t *testing.T) {
 		{name: "banner inserted: the old xpath names the banner's field, not taken", tag: "input", sub: "Search jobs",
 			to:   pageOpts{banner: true},
 			want: want{"input", "", "Search jobs", ByHash, true, false}},
-		{name: "banner and renames: search box by placeholder", tag: "input", sub: "Search jobs",
+		{name: "banner and renames: search box by placeholder, weak", tag: "input", sub: "Search jobs",
 			to:   pageOpts{banner: true, idPrefix: "k9-", clsPrefix: "x-"},
-			want: want{"input", "", "Search jobs", ByAttributes, true, false}},
+			want: want{"input", "", "Search jobs", ByAttributes, false, true}},
 		{name: "rows reordered: the row's link by href", tag: "a", elName: "View", sub: "/jobs/sre",
 			to:   pageOpts{reorder: true},
 			want: want{"a", "View", "/jobs/sre", ByHash, true, false}},
@@ -268,9 +280,9 @@ func TestFindAcrossSiteVersions(t *testing.T) {
 		{name: "label changed, id, name and placeholder kept: attributes", tag: "input", elName: "Email",
 			to:   pageOpts{emailLabel: "Your email address"},
 			want: want{"input", "Your email address", "", ByAttributes, true, false}},
-		{name: "label changed and ids renamed: name and placeholder", tag: "input", elName: "Email",
+		{name: "label changed and ids renamed: name and placeholder, weak", tag: "input", elName: "Email",
 			to:   pageOpts{emailLabel: "Work email", idPrefix: "k9-", banner: true},
-			want: want{"input", "Work email", "", ByAttributes, true, false}},
+			want: want{"input", "Work email", "", ByAttributes, false, true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -417,6 +429,116 @@ func TestFindNeverConfidentlyWrong(t *testing.T) {
 		checkInvariants(t, r)
 		if r.Found() || r.Unique || !r.Ambiguous || len(r.Candidates) != 2 || r.Candidates[0].Index != 2 {
 			t.Fatalf("got %+v, want no choice, ambiguous, the renamed control first", r)
+		}
+	})
+	// One shared attribute and another name: another control (finding:
+	// the attributes strategy took these, Unique, about 0.5).
+	sharedAttr := []struct {
+		name     string
+		from, to events.ElementInfo
+	}{
+		{"submit buttons sharing name=action",
+			el("button", "button", "Save", "/html/body/form[1]/button[1]", "type", "submit", "name", "action", "class", "btn"),
+			el("button", "button", "Delete", "/html/body/form[1]/button[1]", "type", "submit", "name", "action", "class", "btn-x")},
+		{"rails submit inputs sharing name=commit",
+			el("input", "button", "Save draft", "/html/body/form[1]/input[3]", "type", "submit", "name", "commit"),
+			el("input", "button", "Publish", "/html/body/form[1]/input[3]", "type", "submit", "name", "commit")},
+		{"a wizard's one button id",
+			el("button", "button", "Save", "/html/body/div[1]/button[1]", "id", "wizard-next", "class", "btn"),
+			el("button", "button", "Delete", "/html/body/div[1]/button[1]", "id", "wizard-next", "class", "btn danger")},
+		{"links to one page",
+			el("a", "link", "Cancel subscription", "/html/body/main[1]/a[1]", "href", "/account/subscription"),
+			el("a", "link", "Upgrade subscription", "/html/body/main[1]/a[1]", "href", "/account/subscription")},
+		{"href=#",
+			el("a", "link", "Remove", "/html/body/ul[1]/li[1]/a[1]", "href", "#", "title", "Remove"),
+			el("a", "link", "Archive", "/html/body/ul[1]/li[1]/a[1]", "href", "#")},
+		{"javascript: links",
+			el("a", "link", "Remove", "/html/body/ul[1]/li[1]/a[1]", "href", "javascript:void(0)", "class", "act"),
+			el("a", "link", "Archive", "/html/body/ul[1]/li[1]/a[1]", "href", "javascript:void(0)", "class", "act2")},
+	}
+	for _, c := range sharedAttr {
+		t.Run(c.name+": another name is another control", func(t *testing.T) {
+			r := Find(record(t, page(c.from), 1), page(c.to))
+			checkInvariants(t, r)
+			if r.Found() || r.Unique {
+				t.Fatalf("%q taken for %q: %+v", c.to.Name, c.from.Name, r)
+			}
+		})
+	}
+	t.Run("a shared test id outweighs a renamed control", func(t *testing.T) {
+		from := page(el("button", "button", "Save", "/html/body/form[1]/button[1]", "data-testid", "save", "name", "action"))
+		r := Find(record(t, from, 1), page(el("button", "button", "Save changes", "/html/body/div[1]/button[1]", "data-testid", "save", "name", "action")))
+		checkResult(t, r, true)
+		if !r.Unique || r.Strategy != ByAttributes {
+			t.Fatalf("got %+v, want the button by its test id", r)
+		}
+	})
+	t.Run("ids numbered by row: reordered rows are not told apart by them", func(t *testing.T) {
+		row := func(tr int, id string) events.ElementInfo {
+			return el("button", "button", "Delete", fmt.Sprintf("/html/body/table[1]/tbody[1]/tr[%d]/td[2]/button[1]", tr), "id", id, "class", "btn")
+		}
+		rec := record(t, page(row(1, "del-0"), row(2, "del-1")), 1)
+		if slices.Contains(rec.Distinct, "id") {
+			t.Fatalf("a positional id recorded as distinguishing: %+v", rec)
+		}
+		// Rows reordered: the new first row's button owns del-0 now.
+		r := Find(rec, page(row(1, "del-0"), row(2, "del-1")))
+		checkInvariants(t, r)
+		if r.Unique || !r.Ambiguous {
+			t.Fatalf("got %+v, want a positional choice, ambiguous", r)
+		}
+		// Ids that are names, not positions, still tell rows apart.
+		named := record(t, page(row(1, "del-go"), row(2, "del-sre")), 2)
+		if !slices.Contains(named.Distinct, "id") {
+			t.Fatalf("a named id not recorded as distinguishing: %+v", named)
+		}
+		r = Find(named, page(row(1, "del-sre"), row(2, "del-go")))
+		checkInvariants(t, r)
+		if !r.Unique || r.Index != 1 {
+			t.Fatalf("got %+v, want the del-sre row (1)", r)
+		}
+	})
+	t.Run("a nameless icon with a new icon before it: not by its place", func(t *testing.T) {
+		from := page(el("button", "button", "", "/html/body/header[1]/button[1]", "type", "button", "class", "sc-a1 trash"))
+		r := Find(record(t, from, 1), page(
+			el("button", "button", "", "/html/body/header[1]/button[1]", "type", "button", "class", "sc-b7 share"),
+			el("button", "button", "", "/html/body/header[1]/button[2]", "type", "button", "class", "sc-b8 trash2")))
+		checkInvariants(t, r)
+		if r.Unique || !r.Ambiguous {
+			t.Fatalf("the icon now at the recorded place taken for sure: %+v", r)
+		}
+	})
+	t.Run("an element in another frame is never the one", func(t *testing.T) {
+		consent := el("button", "button", "Accept", "/html/body/div[1]/button[1]", "class", "btn")
+		consent.Frame = "https://consent.example/banner"
+		own := el("button", "button", "Accept", "/html/body/div[1]/button[1]", "class", "btn")
+		r := Find(record(t, page(consent, el("a", "link", "Home", "/html/body/a[1]")), 1), page(own))
+		checkInvariants(t, r)
+		if r.Found() || len(r.Candidates) != 1 || r.Candidates[0].Conflict != "frame" {
+			t.Fatalf("the page's own Accept taken for the frame's: %+v", r)
+		}
+		rec := record(t, page(own, consent), 1)
+		if rec.Similar != 1 || rec.Frame != "" {
+			t.Fatalf("a look-alike in another frame counted: %+v", rec)
+		}
+		r = Find(rec, page(consent, own))
+		checkInvariants(t, r)
+		if !r.Unique || r.Index != 2 || r.Strategy != ByHash {
+			t.Fatalf("got %+v, want the page's own Accept (2) by hash", r)
+		}
+	})
+	t.Run("relative and absolute hrefs to one page agree; two origins do not", func(t *testing.T) {
+		from := page(el("a", "link", "Apply", "/html/body/a[1]", "href", "/apply/go?ref=1"))
+		r := Find(record(t, from, 1), page(el("a", "link", "Apply", "/html/body/a[1]", "href", "http://127.0.0.1:5555/apply/go")))
+		checkInvariants(t, r)
+		if !r.Unique || r.Index != 1 {
+			t.Fatalf("an absolute link to the same path: %+v", r)
+		}
+		from = page(el("a", "link", "Apply", "/html/body/a[1]", "href", "https://jobs.example/apply/go"))
+		r = Find(record(t, from, 1), page(el("a", "link", "Apply", "/html/body/a[1]", "href", "https://evil.example/apply/go")))
+		checkInvariants(t, r)
+		if r.Found() || r.Candidates[0].Conflict != "href" {
+			t.Fatalf("a link to another origin: %+v", r)
 		}
 	})
 	t.Run("xpath with an inconsistent name is not a match", func(t *testing.T) {

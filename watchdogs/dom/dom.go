@@ -594,6 +594,7 @@ func sameProcessChildFrames(tree *dom.Tree) map[string][]string {
 func elements(tree *dom.Tree, m *dom.SelectorMap) map[int]events.ElementInfo {
 	out := make(map[int]events.ElementInfo, m.Len())
 	xp := dom.NewXPaths()
+	frames := frameNames{}
 	sx, sy := tree.Viewport.ScrollX, tree.Viewport.ScrollY
 	for _, idx := range m.Indexes() {
 		e, ok := m.Get(idx)
@@ -611,6 +612,7 @@ func elements(tree *dom.Tree, m *dom.SelectorMap) map[int]events.ElementInfo {
 			},
 			Tag:   n.Tag,
 			XPath: xp.Of(n),
+			Frame: frames.name(n.Frame),
 		}
 		if n.AX != nil {
 			info.Role, info.Name = n.AX.Role, n.AX.Name
@@ -639,6 +641,52 @@ func elements(tree *dom.Tree, m *dom.SelectorMap) map[int]events.ElementInfo {
 		out[int(idx)] = info
 	}
 	return out
+}
+
+// frameNames computes events.ElementInfo.Frame once per frame of a tree.
+type frameNames map[*dom.Frame]string
+
+// name is f's stable name: "" for the page, else each enclosing frame's
+// document URL without query and fragment, outermost first, joined by
+// " > "; a frame on the page's origin is named by its path alone, so a
+// replay on another host (rebased) still finds it.
+func (fn frameNames) name(f *dom.Frame) string {
+	if f == nil || f.Parent == nil {
+		return ""
+	}
+	if s, ok := fn[f]; ok {
+		return s
+	}
+	top := f
+	for top.Parent != nil {
+		top = top.Parent
+	}
+	part := frameURL(f.URL, top.URL)
+	if p := fn.name(f.Parent); p != "" {
+		part = p + " > " + part
+	}
+	fn[f] = part
+	return part
+}
+
+// frameURL is u without query and fragment, and without its origin when
+// it is page's.
+func frameURL(u, page string) string {
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	fu, err1 := url.Parse(u)
+	pu, err2 := url.Parse(page)
+	if err1 == nil && err2 == nil && fu.Host != "" && fu.Scheme == pu.Scheme && fu.Host == pu.Host {
+		if fu.Path == "" {
+			return "/"
+		}
+		return fu.Path
+	}
+	if u == "" {
+		return "about:blank"
+	}
+	return u
 }
 
 // pageInfo derives the page geometry from layout metrics.
