@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"time"
@@ -57,7 +58,34 @@ func handle[E, R any](b *bus.Bus, k bus.Kind[E, R], h func(context.Context, E) (
 	return err
 }
 
+// PhaseFunc receives how long one phase of an action took; see WithPhases.
+type PhaseFunc func(phase string, d time.Duration)
+
+type phasesKey struct{}
+
+// WithPhases returns a context under which the session's action handlers
+// (and the action watchdog's) report their phases to f: "evidence" (one
+// evidence read), "settle" (the second look of an action with no visible
+// effect), "requests" (the wait for the requests the action sent), "load"
+// (the wait for a document the action navigated to), "navigate" (the
+// Page.navigate round trip), "ready" (the wait for the navigated page),
+// and the watchdog's own. It is for measurement (the per-action phase
+// benchmark); f runs on the handler's goroutine and must be quick and
+// safe for concurrent use.
+func WithPhases(ctx context.Context, f PhaseFunc) context.Context {
+	return context.WithValue(ctx, phasesKey{}, f)
+}
+
+// Phase reports to the PhaseFunc of ctx (see WithPhases), if any, that
+// phase took the time since start.
+func Phase(ctx context.Context, phase string, start time.Time) {
+	if f, _ := ctx.Value(phasesKey{}).(PhaseFunc); f != nil {
+		f(phase, time.Since(start))
+	}
+}
+
 func (s *Session) evidence(ctx context.Context) events.Evidence {
+	defer Phase(ctx, "evidence", time.Now())
 	// The mark comes first: a request the action sends after this read
 	// is the action's.
 	s.net.caughtUp(ctx, 20*time.Millisecond)
@@ -238,19 +266,17 @@ func (s *Session) outcome(ctx context.Context, before events.Evidence, err error
 	if err == nil && same() {
 		// A form submit or a script may start its navigation just after the
 		// input event returned: look once more before calling it no change.
-		select {
-		case <-time.After(settleDelay):
-			after = s.evidence(ctx)
-		case <-ctx.Done():
-		}
+		after = s.settle(ctx, before)
 	}
 	// end: the last request the outcome lists. Requests sent after the
 	// wait ended belong to no action.
 	var end uint64
 	if err == nil {
-		deadline := time.Now().Add(s.profile.RequestWait)
+		t0 := time.Now()
+		deadline := t0.Add(s.profile.RequestWait)
 		var held bool
 		end, held = s.awaitRequests(ctx, before.RequestMark, deadline)
+		Phase(ctx, "requests", t0)
 		if held {
 			// The answers may have changed the page (a script showed
 			// them, a form's POST committed its result): look again, and
@@ -259,18 +285,18 @@ func (s *Session) outcome(ctx context.Context, before events.Evidence, err error
 			// meanwhile.
 			after = s.evidence(ctx)
 			if same() {
-				select {
-				case <-time.After(settleDelay):
-					after = s.evidence(ctx)
-				case <-ctx.Done():
-				}
+				after = s.settle(ctx, before)
 			}
+			t1 := time.Now()
 			end, _ = s.awaitRequests(ctx, before.RequestMark, deadline)
+			Phase(ctx, "requests", t1)
 		}
 	}
 	if err == nil && after.URL != before.URL && after.FocusedTarget == before.FocusedTarget {
 		// Report the page the action led to, not a document still loading.
+		t0 := time.Now()
 		s.waitLoaded(ctx, target.ID(after.FocusedTarget), s.loadWait(before.URL, after.URL))
+		Phase(ctx, "load", t0)
 		after = s.evidence(ctx)
 	}
 	o := events.ActionOutcome{Before: before, After: after}
@@ -305,9 +331,96 @@ func pageGone(err error) bool {
 		errors.Is(err, cdp.ErrTargetCrashed) || errors.Is(err, cdp.ErrTargetDetached)
 }
 
-// settleDelay is how long an action with no visible effect is given to
-// start a navigation before its verdict is no_change.
+// settleDelay bounds how long an action with no visible effect is given
+// to start a navigation before its verdict is no_change (see settle).
 const settleDelay = 150 * time.Millisecond
+
+// renderTurnJS resolves after the page painted a frame and ran one more
+// task.
+//
+//go:embed js/render_turn.js
+var renderTurnJS string
+
+// settle is the second look of an action that changed nothing visible
+// yet: it returns the evidence once the action can no longer be starting
+// a navigation, settleDelay at most after it began.
+//
+// The action's input was handled when its CDP call returned; what it set
+// off within the page runs in tasks queued then: a form's submission, a
+// handler's zero-delay timer, promise callbacks. So when the page has
+// painted a frame and run one more task (renderTurnJS) and the tab's main
+// frame signalled no navigation since the evidence before (the Page
+// events netLog records: a renderer-initiated navigation is signalled by
+// the renderer before it answers the probe), nothing this action did is
+// still going to navigate, and the look is taken at once (about a frame,
+// against the fixed 150 ms it was). A navigation signalled is followed
+// until its document request is recorded (the outcome's request wait
+// then holds for its answer), settleDelay at most. Without request
+// recording (Profile.NoRequestEvidence) there are no signals to trust,
+// and when the page does not answer the probe within settleDelay (a
+// dialog holds it, a busy script), the look is taken after settleDelay,
+// as before. A navigation a script starts on a timer later than that is
+// not this action's verdict with either rule: the next observation shows
+// it.
+func (s *Session) settle(ctx context.Context, before events.Evidence) events.Evidence {
+	t0 := time.Now()
+	bound := t0.Add(settleDelay)
+	id := target.ID(before.FocusedTarget)
+	wait := func() {
+		t := time.NewTimer(time.Until(bound))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	cs, err := s.PageSession(string(id))
+	switch {
+	case err != nil || s.profile.NoRequestEvidence || before.RequestMark == 0:
+		wait()
+	default:
+		answered := s.renderTurn(ctx, cs, bound)
+		s.net.caughtUp(ctx, 20*time.Millisecond)
+		switch {
+		case s.net.navigationSince(id, before.RequestMark):
+			// (The probe fails too when the navigation replaced the
+			// document under it.)
+			s.awaitDocument(ctx, id, before.RequestMark, bound)
+		case !answered:
+			wait()
+		}
+	}
+	Phase(ctx, "settle", t0)
+	return s.evidence(ctx)
+}
+
+// renderTurn runs renderTurnJS in the tab until bound; it reports whether
+// the page answered.
+func (s *Session) renderTurn(ctx context.Context, cs *cdp.Session, bound time.Time) bool {
+	probe, cancel := context.WithDeadline(ctx, bound)
+	defer cancel()
+	return pagejs.Evaluate(probe, cs, renderTurnJS, nil) == nil
+}
+
+// awaitDocument waits, until bound, for a navigation request of tab id
+// to be recorded after mark.
+func (s *Session) awaitDocument(ctx context.Context, id target.ID, mark uint64, bound time.Time) {
+	t := time.NewTimer(time.Until(bound))
+	defer t.Stop()
+	for {
+		ch := s.net.changes()
+		if s.net.documentSince(id, mark) {
+			return
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
 
 // waitLoaded waits, at most bound, until the tab's document has loaded
 // (readyState complete). It reports nothing: a page still loading then is

@@ -100,7 +100,10 @@ func (s *Session) navigateTab(ctx context.Context, id target.ID, rawURL string, 
 	s.restoreScripts(ctx, cs)
 	lc := cs.SubscribeEvents("Page.lifecycleEvent")
 	defer lc.Cancel()
+	quiet := s.quietCheck(id)
+	t0 := time.Now()
 	res, err := cdpproto.Call(ctx, cs, page.Navigate, page.NavigateParams{URL: rawURL, TransitionType: page.TransitionTypeTyped})
+	Phase(ctx, "navigate", t0)
 	if err != nil {
 		return out, fmt.Errorf("session: navigate to %s: %w", rawURL, err)
 	}
@@ -116,7 +119,10 @@ func (s *Session) navigateTab(ctx context.Context, id target.ID, rawURL string, 
 		budget = s.loadWait(from, rawURL)
 	}
 	if res.LoaderID != "" {
-		if out.Loading, err = waitReady(ctx, lc, string(res.LoaderID), "", until, budget); err != nil {
+		t0 := time.Now()
+		out.Loading, err = waitReady(ctx, lc, string(res.LoaderID), "", until, budget, quiet)
+		Phase(ctx, "ready", t0)
+		if err != nil {
 			return out, fmt.Errorf("session: navigate to %s: %w", rawURL, err)
 		}
 	}
@@ -124,8 +130,34 @@ func (s *Session) navigateTab(ctx context.Context, id target.ID, rawURL string, 
 	return out, nil
 }
 
+// afterLoadWait bounds the wait after a page's load event, for WaitLoad,
+// for the network to go quiet (see waitReady).
+const afterLoadWait = 500 * time.Millisecond
+
+// quietFunc reports whether a tab's network is quiet: every request it
+// sent since a mark was answered and read, and no request event came for
+// Profile.RequestQuiet, nor since from, so that the requests a load
+// handler sends are waited for; if not, a channel closed at the next
+// request event and how long, with none, until quiet.
+type quietFunc func(from time.Time) (quiet bool, wake <-chan struct{}, left time.Duration)
+
+// quietCheck returns the quietFunc of tab id's requests sent from now on,
+// nil when requests are not recorded (Profile.NoRequestEvidence).
+func (s *Session) quietCheck(id target.ID) quietFunc {
+	if s.profile.NoRequestEvidence {
+		return nil
+	}
+	mark := s.net.mark()
+	return func(from time.Time) (bool, <-chan struct{}, time.Duration) {
+		return s.net.quiet(id, mark, from, s.profile.RequestQuiet)
+	}
+}
+
 // waitReady waits for the lifecycle of one load until it reached until:
-// for WaitLoad ("" too), networkIdle or a short settle after load; for
+// for WaitLoad ("" too), networkIdle, or load and then the network quiet
+// (quiet, when not nil: the requests the page sent answered and the
+// network silent for Profile.RequestQuiet, so that what its load handlers
+// fetched is on the page), afterLoadWait after load at most; for
 // WaitDOMContentLoaded, DOMContentLoaded; for WaitNetworkIdle, networkIdle
 // (a page that loaded but never went idle is ready at the bound); for
 // WaitCommit, nothing (the navigation committed when it returned).
@@ -134,7 +166,7 @@ func (s *Session) navigateTab(ctx context.Context, id target.ID, rawURL string, 
 // waiting (the page is still loading: not an error); an error when the page
 // itself is gone (its target crashed or detached, the connection was lost),
 // at once rather than at the bound.
-func waitReady(ctx context.Context, lc *cdp.Subscription, loaderID, frameID string, until events.WaitUntil, bound time.Duration) (string, error) {
+func waitReady(ctx context.Context, lc *cdp.Subscription, loaderID, frameID string, until events.WaitUntil, bound time.Duration, quiet quietFunc) (string, error) {
 	if until == events.WaitCommit {
 		return "", nil
 	}
@@ -142,8 +174,24 @@ func waitReady(ctx context.Context, lc *cdp.Subscription, loaderID, frameID stri
 	defer deadline.Stop()
 	var settle <-chan time.Time
 	loaded := false
+	// Chromium's networkIdle comes 500 ms after the network's last
+	// request: on a page done at load, waiting for it (or for a fixed
+	// pause) is that long for nothing. The network going quiet is watched
+	// instead: requests answered and none for RequestQuiet.
+	var wake <-chan struct{}
+	var quietAt <-chan time.Time
+	var loadedAt time.Time
 	for {
+		if settle != nil && quiet != nil {
+			ok, w, left := quiet(loadedAt)
+			if ok {
+				return "", nil
+			}
+			wake, quietAt = w, time.After(left)
+		}
 		select {
+		case <-wake:
+		case <-quietAt:
 		case <-ctx.Done():
 			return "wait cancelled: " + ctx.Err().Error(), nil
 		case <-deadline.C:
@@ -179,9 +227,9 @@ func waitReady(ctx context.Context, lc *cdp.Subscription, loaderID, frameID stri
 				}
 			case "load":
 				if !loaded {
-					loaded = true
+					loaded, loadedAt = true, time.Now()
 					if until != events.WaitNetworkIdle {
-						settle = time.After(500 * time.Millisecond)
+						settle = time.After(afterLoadWait)
 					}
 				}
 			}
@@ -228,11 +276,12 @@ func (s *Session) historyStep(ctx context.Context, id target.ID, delta int) (nav
 	defer lc.Cancel()
 	from := h.Entries[h.CurrentIndex].URL
 	to := h.Entries[i].URL
+	quiet := s.quietCheck(id)
 	if _, err := cdpproto.Call(ctx, cs, page.NavigateToHistoryEntry, page.NavigateToHistoryEntryParams{EntryID: h.Entries[i].ID}); err != nil {
 		return out, fmt.Errorf("session: history navigation: %w", err)
 	}
 	if !sameDocument(from, to) {
-		if out.Loading, err = waitReady(ctx, lc, "", string(id), events.WaitLoad, s.loadWait(from, to)); err != nil {
+		if out.Loading, err = waitReady(ctx, lc, "", string(id), events.WaitLoad, s.loadWait(from, to), quiet); err != nil {
 			return out, fmt.Errorf("session: history navigation: %w", err)
 		}
 	}
@@ -250,10 +299,11 @@ func (s *Session) reloadTab(ctx context.Context, id target.ID) (navOutcome, erro
 	lc := cs.SubscribeEvents("Page.lifecycleEvent")
 	defer lc.Cancel()
 	from := s.tabURL(id)
+	quiet := s.quietCheck(id)
 	if _, err := cdpproto.Call(ctx, cs, page.Reload, page.ReloadParams{}); err != nil {
 		return out, fmt.Errorf("session: reload: %w", err)
 	}
-	if out.Loading, err = waitReady(ctx, lc, "", string(id), events.WaitLoad, s.loadWait(from, from)); err != nil {
+	if out.Loading, err = waitReady(ctx, lc, "", string(id), events.WaitLoad, s.loadWait(from, from), quiet); err != nil {
 		return out, fmt.Errorf("session: reload: %w", err)
 	}
 	out.URL = s.currentURL(ctx, cs, from)

@@ -32,10 +32,14 @@ const (
 	maxURL = 2048
 )
 
-// networkEvents are the Network domain events the session records.
+// networkEvents are the Network domain events the session records, and
+// the Page events that say a tab's main frame is about to navigate (see
+// netLog.navigationSince): a renderer-initiated navigation is requested
+// (a form submit, a script setting location), any navigation starts.
 var networkEvents = []string{
 	"Network.requestWillBeSent", "Network.responseReceived",
 	"Network.loadingFinished", "Network.loadingFailed",
+	"Page.frameRequestedNavigation", "Page.frameStartedNavigating", "Page.frameStartedLoading",
 }
 
 // netEntry is one request hop as recorded: a redirect makes a new entry
@@ -67,8 +71,13 @@ type netLog struct {
 	seq     uint64
 	entries []*netEntry          // oldest first, requestLogSize to 2× that
 	current map[netKey]*netEntry // the latest hop of each request
-	last    time.Time            // when the last event was recorded
-	changed chan struct{}        // closed and replaced on every record
+	// navAt is, per tab, the sequence number its main frame's latest
+	// navigation signal took (a number of its own, no entry: marks stay
+	// comparable). One number per tab ever seen: not trimmed, so that a
+	// mark older than the trimmed log still compares right.
+	navAt   map[target.ID]uint64
+	last    time.Time     // when the last event was recorded
+	changed chan struct{} // closed and replaced on every record
 	// sub is the subscription being consumed and handled how many of its
 	// events were handled (recorded or dropped): caughtUp compares it
 	// with sub.Delivered. progress is closed and replaced on each.
@@ -78,7 +87,7 @@ type netLog struct {
 }
 
 func newNetLog() *netLog {
-	return &netLog{seq: 1, current: map[netKey]*netEntry{}, changed: make(chan struct{}), progress: make(chan struct{})}
+	return &netLog{seq: 1, current: map[netKey]*netEntry{}, navAt: map[target.ID]uint64{}, changed: make(chan struct{}), progress: make(chan struct{})}
 }
 
 // mark returns the sequence number of the last recorded request.
@@ -123,6 +132,10 @@ type wireFinished struct {
 	RequestID string `json:"requestId"`
 }
 
+type wireFrame struct {
+	FrameID string `json:"frameId"`
+}
+
 // record applies one Network event of the tab page (a frame target's
 // events name the tab it is in).
 func (l *netLog) record(page target.ID, ev cdp.Event) {
@@ -131,6 +144,16 @@ func (l *netLog) record(page target.ID, ev cdp.Event) {
 		sid = ev.Session.ID()
 	}
 	switch ev.Method {
+	case "Page.frameRequestedNavigation", "Page.frameStartedNavigating", "Page.frameStartedLoading":
+		var e wireFrame
+		if ev.Decode(&e) != nil || e.FrameID != string(page) {
+			return // an iframe's: the tab's URL does not change
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.seq++
+		l.navAt[page] = l.seq
+		l.touchLocked()
 	case "Network.requestWillBeSent":
 		var e wireRequest
 		if ev.Decode(&e) != nil {
@@ -259,6 +282,49 @@ func (l *netLog) navigationPending(page target.ID) bool {
 		}
 	}
 	return false
+}
+
+// navigationSince reports whether tab page's main frame signalled a
+// navigation (requested, started navigating or loading) after mark.
+func (l *netLog) navigationSince(page target.ID, mark uint64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.navAt[page] > mark
+}
+
+// documentSince reports whether a navigation request of tab page was
+// recorded after mark.
+func (l *netLog) documentSince(page target.ID, mark uint64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.entries) - 1; i >= 0 && l.entries[i].seq > mark; i-- {
+		if ent := l.entries[i]; ent.page == page && ent.req.Navigation {
+			return true
+		}
+	}
+	return false
+}
+
+// quiet reports whether tab page's requests recorded after mark were all
+// answered and read and no event was recorded for d, nor since from; if
+// not, the channel closed at the next record and how long, with none,
+// until quiet.
+func (l *netLog) quiet(page target.ID, mark uint64, from time.Time, d time.Duration) (bool, <-chan struct{}, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.entries) - 1; i >= 0 && l.entries[i].seq > mark; i-- {
+		if ent := l.entries[i]; ent.page == page && !ent.loaded {
+			return false, l.changed, d
+		}
+	}
+	last := l.last
+	if from.After(last) {
+		last = from
+	}
+	if since := time.Since(last); since < d {
+		return false, l.changed, d - since
+	}
+	return true, nil, 0
 }
 
 // changes returns the channel closed at the next record.

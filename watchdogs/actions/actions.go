@@ -355,6 +355,7 @@ func gone(what string, cause error) error {
 // resolve resolves an event's target to a live element on the CDP
 // session that owns it.
 func (a *Watchdog) resolve(ctx context.Context, s *session.Session, t events.Target) (*element, error) {
+	defer session.Phase(ctx, "resolve", time.Now())
 	ref, cs, err := s.Resolve(t)
 	if err != nil {
 		return nil, err
@@ -689,10 +690,14 @@ type actionRun struct {
 	verdict  events.Verdict // override when set and no error
 	override bool
 	sessions []*cdp.Session // where the action resolved objects
+	acting   time.Time      // when the evidence before was read
 }
 
 func (a *Watchdog) begin(ctx context.Context, s *session.Session, sessions ...*cdp.Session) *actionRun {
-	if err := s.Front(ctx); err != nil {
+	t0 := time.Now()
+	err := s.Front(ctx)
+	session.Phase(ctx, "front", t0)
+	if err != nil {
 		// The action still runs; late input is slow, not wrong.
 		a.logger(s).Debug("bringing the tab to the front", zap.Error(err))
 	}
@@ -703,11 +708,13 @@ func (a *Watchdog) begin(ctx context.Context, s *session.Session, sessions ...*c
 	r.sessions = sessions
 	r.watch = startWatch(s, sessions...)
 	r.before = s.Evidence(ctx)
+	r.acting = time.Now()
 	return r
 }
 
 // end stops watching and computes the outcome.
 func (r *actionRun) end(ctx context.Context, err error) (o events.ActionOutcome) {
+	session.Phase(ctx, "act", r.acting)
 	defer r.watch.stop()
 	defer r.release(ctx)
 	var seen seenDuring
@@ -718,6 +725,7 @@ func (r *actionRun) end(ctx context.Context, err error) (o events.ActionOutcome)
 	// or another session opened meanwhile attaches as foreign: the session
 	// does not list it, and it is not this action's.
 	if err == nil && len(seen.newTargets) > 0 {
+		t0 := time.Now()
 		deadline := time.Now().Add(r.a.cfg.NewTabWait)
 		for time.Now().Before(deadline) && ctx.Err() == nil {
 			all := true
@@ -731,14 +739,17 @@ func (r *actionRun) end(ctx context.Context, err error) (o events.ActionOutcome)
 			}
 			sleep(ctx, 20*time.Millisecond)
 		}
+		session.Phase(ctx, "newtab", t0)
 	}
 	o = r.s.Outcome(ctx, r.before, err)
 	if err == nil && o.Verdict == events.VerdictNoChange && r.mayBeDL && r.a.cfg.DownloadStartWait > 0 && seen.download == "" {
+		t0 := time.Now()
 		deadline := time.Now().Add(r.a.cfg.DownloadStartWait)
 		for time.Now().Before(deadline) && ctx.Err() == nil && seen.download == "" {
 			sleep(ctx, 25*time.Millisecond)
 			r.watch.drain(&seen)
 		}
+		session.Phase(ctx, "download", t0)
 	}
 	r.watch.drain(&seen)
 	for _, t := range r.s.Tabs() {

@@ -1,0 +1,124 @@
+package actions
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/session"
+)
+
+// settleSite serves pages whose controls navigate late: from a zero-delay
+// timer, from a promise callback, from a checkbox's change handler; and
+// a page whose load handler fetches its content from a slow endpoint.
+func settleSite(t testing.TB) *httptest.Server {
+	t.Helper()
+	page := func(body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<!doctype html><html><body>`+body+`</body></html>`)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/late", page(`<button id="timer" onclick="setTimeout(() => { location.href = '/next' }, 0)">Timer</button>`+
+		`<form method="post" action="/next"><input name="q" value="x"></form>`+
+		`<button id="promise" onclick="Promise.resolve().then(() => document.forms[0].requestSubmit())">Promise</button>`+
+		`<form id="f2" action="/next"><label><input id="box" type="checkbox" name="b" onchange="this.form.submit()"> Box</label></form>`+
+		`<button id="noop" onclick="void 0">Nothing</button>`))
+	mux.HandleFunc("/next", page(`<h1>Next</h1>`))
+	mux.HandleFunc("/loads", page(`<p id="out">loading</p><script>addEventListener('load', () => `+
+		`fetch('/data').then(r => r.text()).then(t => { document.getElementById('out').textContent = t }))</script>`))
+	mux.HandleFunc("/data", func(w http.ResponseWriter, r *http.Request) {
+		// Answered well after the load event, well within the 500 ms the
+		// wait after load is bounded by.
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+		fmt.Fprint(w, "fetched")
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestLateNavigationIsNavigated: the outcome's second look no longer
+// waits a fixed 150 ms; a navigation the action sets off in a task of its
+// own (a zero-delay timer, a promise callback, a checkbox's change
+// handler submitting its form) is still the action's: navigated, on the
+// new page. With request recording off (no navigation signals to follow)
+// the fixed wait still decides it.
+func TestLateNavigationIsNavigated(t *testing.T) {
+	srv := settleSite(t)
+	for _, off := range []bool{false, true} {
+		for _, sel := range []string{"#timer", "#promise", "#box"} {
+			name := strings.TrimPrefix(sel, "#")
+			if off {
+				name += "/no-request-evidence"
+			}
+			t.Run(name, func(t *testing.T) {
+				at := startSite(t, session.Profile{NoRequestEvidence: off}, srv.URL+"/late")
+				res, err := at.clickSel(sel)
+				if err != nil {
+					t.Fatalf("click: %v", err)
+				}
+				if res.Outcome.Verdict != events.VerdictNavigated || !strings.Contains(res.Outcome.After.URL, "/next") {
+					t.Fatalf("outcome = %s %q, after %s", res.Outcome.Verdict, res.Outcome.Detail, res.Outcome.After.URL)
+				}
+				if h := at.str(`document.querySelector('h1') ? document.querySelector('h1').textContent : ''`); h != "Next" {
+					t.Fatalf("page after the click shows %q, want the next page", h)
+				}
+			})
+		}
+	}
+}
+
+// TestNoOpClickSettlesWithoutNavigation: a click that does nothing is
+// no_change after the render turn, and a click right after it on the
+// same page still works (the probe left nothing behind).
+func TestNoOpClickSettlesWithoutNavigation(t *testing.T) {
+	srv := settleSite(t)
+	at := startSite(t, session.Profile{}, srv.URL+"/late")
+	var settle time.Duration
+	ctx := session.WithPhases(at.ctx, func(phase string, d time.Duration) {
+		if phase == "settle" {
+			settle += d
+		}
+	})
+	for i := 0; i < 2; i++ {
+		res, err := bus.Call(ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: at.el("#noop")})
+		if err != nil {
+			t.Fatalf("click %d: %v", i, err)
+		}
+		if res.Outcome.Verdict != events.VerdictNoChange || res.Outcome.After.URL != res.Outcome.Before.URL {
+			t.Fatalf("click %d: outcome = %s %q", i, res.Outcome.Verdict, res.Outcome.Detail)
+		}
+	}
+	if settle == 0 {
+		t.Fatal("no settle phase reported for a click with no visible effect")
+	}
+}
+
+// TestNavigateWaitsForTheLoadHandlersFetch: a navigation returns once the
+// page loaded and its network went quiet, not at a fixed pause after
+// load: what the load handler fetched (answered 200 ms after it asked)
+// is on the page when NavigateToURL returns.
+func TestNavigateWaitsForTheLoadHandlersFetch(t *testing.T) {
+	srv := settleSite(t)
+	at := startSite(t, session.Profile{}, srv.URL+"/late")
+	res, err := bus.Call(at.ctx, at.s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: srv.URL + "/loads"})
+	if err != nil {
+		t.Fatalf("navigate: %v", err)
+	}
+	if res.Outcome.Detail != "" {
+		t.Fatalf("navigate stopped early: %q", res.Outcome.Detail)
+	}
+	if got := at.str(`document.getElementById('out').textContent`); got != "fetched" {
+		t.Fatalf("the page shows %q when the navigation returned, want what its load handler fetched", got)
+	}
+}
