@@ -219,6 +219,15 @@ var IdentifyingAttrs = []string{
 	"data-qa", "data-selenium", "aria-controls", "aria-haspopup",
 }
 
+// identifying is IdentifyingAttrs as a set.
+var identifying = func() map[string]bool {
+	m := make(map[string]bool, len(IdentifyingAttrs))
+	for _, k := range IdentifyingAttrs {
+		m[k] = true
+	}
+	return m
+}()
+
 // testAttrs are attributes written for tests and automation: a different
 // value is a different element.
 var testAttrs = []string{"data-testid", "data-test", "data-cy", "data-qa", "data-selenium"}
@@ -300,10 +309,12 @@ func describeInfo(info events.ElementInfo) desc {
 		xpath: info.XPath, path: stripPositions(info.XPath), frame: info.Frame,
 	}
 	d.fold = strings.ToLower(d.name)
-	for _, k := range IdentifyingAttrs {
-		if v := info.Attributes[k]; v != "" {
+	// An element has a few attributes: look each up, rather than every
+	// identifying one in its map.
+	for k, v := range info.Attributes {
+		if v != "" && identifying[k] {
 			if d.attrs == nil {
-				d.attrs = map[string]string{}
+				d.attrs = make(map[string]string, len(info.Attributes))
 			}
 			d.attrs[k] = v
 		}

@@ -701,6 +701,56 @@ func BenchmarkFind10k(b *testing.B)      { benchFind(b, 10000, false) }
 func BenchmarkIndexFind1k(b *testing.B)  { benchFind(b, 1000, true) }
 func BenchmarkIndexFind10k(b *testing.B) { benchFind(b, 10000, true) }
 
+// The worst case: n look-alike links all on the recorded tag path (one
+// table), none with a test id, classes renamed since the recording, so
+// both hashes are computed for every one and only the href tells the
+// recorded link apart.
+func worstPage(n int, class string) map[int]events.ElementInfo {
+	m := make(map[int]events.ElementInfo, n)
+	for i := 1; i <= n; i++ {
+		e := el("a", "link", "View", fmt.Sprintf("/html/body/div[1]/main[1]/table[1]/tbody[1]/tr[%d]/td[1]/a[1]", i),
+			"href", fmt.Sprintf("/items/%d", i), "class", class)
+		e.Index = i
+		m[i] = e
+	}
+	return m
+}
+
+func benchWorst(b *testing.B, n int, indexed bool) {
+	target := n - 1
+	rec, ok := Record(target, worstPage(n, "row-link"))
+	if !ok {
+		b.Fatal("no target")
+	}
+	to := worstPage(n, "v2-row-link")
+	b.ResetTimer()
+	for b.Loop() {
+		var r Result
+		if indexed {
+			// A fresh Index each time: its hashes are cached.
+			r = NewIndex(to).Find(rec)
+		} else {
+			r = Find(rec, to)
+		}
+		if r.Index != target || !r.Unique {
+			b.Fatalf("found %+v, want %d", r, target)
+		}
+	}
+}
+
+func BenchmarkFindWorst1k(b *testing.B)  { benchWorst(b, 1000, false) }
+func BenchmarkFindWorst10k(b *testing.B) { benchWorst(b, 10000, false) }
+
+func BenchmarkRecord10k(b *testing.B) {
+	p := worstPage(10000, "row-link")
+	b.ResetTimer()
+	for b.Loop() {
+		if e, ok := Record(9999, p); !ok || e.Similar != 10000 {
+			b.Fatalf("recorded %+v", e)
+		}
+	}
+}
+
 // Finds on one Index may run at once (the hashes are computed lazily).
 func TestIndexConcurrentFinds(t *testing.T) {
 	from, to := jobsPage(pageOpts{}), jobsPage(pageOpts{banner: true})
