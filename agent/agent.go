@@ -394,7 +394,7 @@ func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
 		if err := a.halt; err != nil {
 			a.halt = nil
 			res.Err = err
-			res.Errors = append(res.Errors, "the run ended: "+err.Error())
+			res.Errors = append(res.Errors, "the run ended: "+a.secrets.scrub(err.Error()))
 			return res, err
 		}
 		if err := ctx.Err(); err != nil {
@@ -426,7 +426,7 @@ func (a *Agent) ready(ctx context.Context, res *Result) error {
 		err = fmt.Errorf("%w: not back within %s", events.ErrBrowserGone, a.set.ReconnectWait)
 	}
 	res.Err = err
-	res.Errors = append(res.Errors, "the run ended: "+err.Error())
+	res.Errors = append(res.Errors, "the run ended: "+a.secrets.scrub(err.Error()))
 	return err
 }
 
@@ -648,6 +648,9 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 	}
 	if srcOut != nil {
 		item.Output = srcOut
+		if item.Source == SourceCache && a.set.planning() {
+			a.plan = applyPlan(a.plan, srcOut) // the cached step's plan changes, as the model made them
+		}
 		a.loop.record(srcOut.Action)
 		actStart := time.Now()
 		a.multiAct(sctx, &st, srcOut.Action, &item, n)

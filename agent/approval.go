@@ -21,11 +21,21 @@ type ApprovalRequest struct {
 	// Step is the step number.
 	Step int
 	// Match is set when a replay chose the action's element by its
-	// position among look-alikes (match.Result.Ambiguous): the candidates
-	// and their scores, for the person or rule deciding; Note says so in
-	// words. A denial fails the replayed step as ambiguous.
+	// position among look-alikes (match.Result.Ambiguous), or took the
+	// recorded index of an action recorded without its element: the
+	// candidates and their scores (secrets scrubbed), for the person or
+	// rule deciding; Note says so in words. This is the action's only
+	// approval request. A denial fails the replayed step as ambiguous
+	// (ErrReplayAmbiguous and ErrDenied).
 	Match *match.Result
 	Note  string
+}
+
+// approvalNote is ApprovalRequest.Match and Note for one call, set by the
+// replay and read by act, so the Approver is asked once per action.
+type approvalNote struct {
+	match *match.Result
+	note  string
 }
 
 // Decision is an Approver's answer.

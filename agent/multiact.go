@@ -117,7 +117,11 @@ func (a *Agent) act(ctx context.Context, spec ActionSpec, c ActionCall, st *even
 	if st != nil {
 		url = st.URL
 	}
-	dec, err := a.set.Approver.Approve(ctx, ApprovalRequest{Action: c.Name, Params: c.Params, Risk: spec.Risk, URL: a.secrets.scrub(url), Step: step})
+	req := ApprovalRequest{Action: c.Name, Params: c.Params, Risk: spec.Risk, URL: a.secrets.scrub(url), Step: step}
+	if n := c.approval; n != nil {
+		req.Match, req.Note = n.match, n.note
+	}
+	dec, err := a.set.Approver.Approve(ctx, req)
 	if err != nil || !dec.Allow {
 		reason := dec.Reason
 		if err != nil {

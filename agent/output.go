@@ -16,6 +16,9 @@ import (
 type ActionCall struct {
 	Name   string          `json:"name"`
 	Params json.RawMessage `json:"params"`
+	// approval is what a replay adds to this call's ApprovalRequest (an
+	// element chosen by position); nil for the model's calls.
+	approval *approvalNote
 }
 
 // MarshalJSON writes the model's form {"name": params}.

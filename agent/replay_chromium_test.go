@@ -71,10 +71,9 @@ func TestReplayDemoSiteVersions(t *testing.T) {
 			}
 			defer site.Close()
 			opt := agent.ReplayOptions{
-				Settings:      agent.Settings{RunDir: t.TempDir(), AvailableFilePaths: []string{cv}},
-				Rebase:        map[string]string{orig.URL(): site.URL()},
-				SettleTimeout: 3 * time.Second,
-			}
+				Settings: agent.Settings{RunDir: t.TempDir(), AvailableFilePaths: []string{cv}},
+				Rebase:   map[string]string{orig.URL(): site.URL()},
+			} // the default SettleTimeout: a busy machine loads pages slowly
 			if tc.email != "" {
 				opt.Vars = map[string]string{"email": tc.email}
 			}
@@ -113,6 +112,24 @@ func TestReplayDemoSiteVersions(t *testing.T) {
 			}
 			if !rr.Result.Success {
 				t.Fatalf("result %+v", rr.Result)
+			}
+			dones := 0
+			for _, x := range rr.Actions {
+				if x.Skipped || x.RunStep == 0 && x.Step > 0 {
+					t.Errorf("recorded step %d %s not replayed: %+v", x.Step, x.Name, x)
+				}
+				if x.Match != nil && (x.Match.Ambiguous || !x.Match.Unique) {
+					t.Errorf("recorded step %d %s: its element was not singled out: %+v", x.Step, x.Name, *x.Match)
+				}
+				if x.Name == "done" {
+					dones++
+					if !x.Replayed {
+						t.Errorf("done %+v not marked replayed", x)
+					}
+				}
+			}
+			if dones != 1 {
+				t.Errorf("%d done actions, want 1", dones)
 			}
 			if n := len(site.Applications()); n != 1 {
 				t.Fatalf("%d applications, want 1", n)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -48,7 +49,19 @@ func replay(ctx context.Context, b Browser, h *History, opt ReplayOptions) (*Rep
 		opt.SettleTimeout = DefaultSettleTimeout
 	}
 	set := opt.Settings
-	set.MaxSteps = len(steps)*(opt.MaxHealCalls+2) + 2
+	set.MaxSteps = replayBudget(steps, opt.MaxHealCalls)
+	// A heal's failed model calls count as failed steps: enough of them to
+	// use up the heal calls must not end the run as failures first (nor
+	// make the heal's prompt done-only).
+	mf := set.MaxFailures
+	if mf <= 0 {
+		mf = DefaultMaxFailures
+	}
+	set.MaxFailures = max(mf, opt.MaxHealCalls+2)
+	if set.CompactionModel == nil {
+		// Compaction would ask the heal's model a second time in a step.
+		set.CompactEverySteps = -1
+	}
 	set.WaitBetweenActions = replayWaitBetweenActions
 	if set.Vision != VisionOn && set.Vision != VisionOff {
 		// Screenshots only where a heal asks the model (healShot).
@@ -57,22 +70,29 @@ func replay(ctx context.Context, b Browser, h *History, opt ReplayOptions) (*Rep
 	no := false
 	set.DirectlyOpenURL = &no
 	set.InitialActions = nil
-	counted := &countingModel{inner: opt.Model}
+	calls := &atomic.Int64{}
+	counted := &countingModel{inner: opt.Model, n: calls}
 	var model llm.Model = counted
 	if opt.Model == nil {
 		model = noModel{}
 	}
-	if set.ExtractModel == nil && opt.Model != nil {
+	switch {
+	case set.ExtractModel != nil:
+		set.ExtractModel = &countingModel{inner: set.ExtractModel, n: calls}
+	case opt.Model != nil:
 		set.ExtractModel = counted
+	}
+	if set.CompactionModel != nil {
+		set.CompactionModel = &countingModel{inner: set.CompactionModel, n: calls}
 	}
 	a, err := newAgent(h.Task, model, b, set)
 	if err != nil {
 		return nil, err
 	}
-	rp := newReplayer(a, steps, opt)
+	rp := newReplayer(ctx, a, steps, opt)
 	a.sources = append([]stepSource{rp}, a.sources...)
 	res, runErr := a.Run(ctx)
-	out := &ReplayResult{Result: res, History: a.History(), ModelCalls: int(counted.n.Load())}
+	out := &ReplayResult{Result: res, History: a.History(), ModelCalls: int(calls.Load())}
 	if errors.Is(runErr, errReplayComplete) {
 		runErr = nil
 		if res != nil {
@@ -87,6 +107,10 @@ func replay(ctx context.Context, b Browser, h *History, opt ReplayOptions) (*Rep
 		}
 	}
 	out.Actions, out.Healed = rp.report()
+	if err := ctx.Err(); err != nil {
+		// Cancelled: whatever step was pending did not break, it was cut.
+		return out, err
+	}
 	if runErr == nil && rp.cur < len(rp.steps) {
 		// The run ended (a heal's done, the step budget, failures) before
 		// the recording was replayed through: even a successful done by
@@ -99,18 +123,39 @@ func replay(ctx context.Context, b Browser, h *History, opt ReplayOptions) (*Rep
 		case res != nil && len(res.Errors) > 0:
 			why += ": " + res.Errors[len(res.Errors)-1]
 		}
-		runErr = &ReplayError{Step: s.step, Action: -1, Err: fmt.Errorf("%w: %s", ErrReplay, why)}
+		if rp.fail != nil {
+			// The failure being mended says what broke.
+			e := *rp.fail
+			e.Err = fmt.Errorf("%w; %s", rp.fail.Err, why)
+			runErr = &e
+		} else {
+			runErr = &ReplayError{Step: s.step, Action: -1, Err: fmt.Errorf("%w: %s", ErrReplay, why)}
+		}
 	}
 	return out, runErr
 }
 
-// countingModel counts the calls made to the model (heals, extracts).
+// replayBudget is the Run's MaxSteps: per recorded step, one step per
+// action (a fence may cut every batch) and the heals, plus two.
+func replayBudget(steps []recStep, heals int) int {
+	n := 2
+	for _, s := range steps {
+		n += len(s.actions) + heals + 1
+	}
+	return n
+}
+
+// countingModel counts the calls made to the model (heals, extracts); a
+// call on a context already done is refused uncounted.
 type countingModel struct {
 	inner llm.Model
-	n     atomic.Int64
+	n     *atomic.Int64
 }
 
 func (m *countingModel) Generate(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	m.n.Add(1)
 	return m.inner.Generate(ctx, req)
 }
@@ -142,11 +187,16 @@ const (
 // replayer is the replay's step source. It is used by the Run goroutine
 // only.
 type replayer struct {
-	a     *Agent
-	opt   ReplayOptions
-	steps []recStep
-	cur   int // the recorded step being replayed
-	from  int // its first action not yet run (a fence cut the batch)
+	a      *Agent
+	runCtx context.Context // the Run's: done means cancelled, not broken
+	opt    ReplayOptions
+	steps  []recStep
+	cur    int // the recorded step being replayed
+	from   int // its first action not yet run (a fence cut the batch)
+	// retry is the action of steps[cur] that runs again although it ran
+	// (its outcome or its approval failed); -1 for none. The other
+	// actions that ran are never run twice.
+	retry int
 
 	// The batch handed to the Run: positions in steps[cur] and matches.
 	pending []int
@@ -156,6 +206,11 @@ type replayer struct {
 	fail    *ReplayError
 	kind    failKind
 	healing bool
+	// finalDone: the failure is the last recorded step's done, held back;
+	// only the heal's own accepted done can end the replay then.
+	finalDone bool
+	// healErr is the error of a heal step whose model call failed.
+	healErr string
 	heals   map[int]int // model calls per recorded step (index in steps)
 	healed  map[int]bool
 	ran     map[[2]int]bool // (step index, action position) accounted for
@@ -163,8 +218,8 @@ type replayer struct {
 	acts [][]ReplayedAction // per recorded step, per action
 }
 
-func newReplayer(a *Agent, steps []recStep, opt ReplayOptions) *replayer {
-	r := &replayer{a: a, opt: opt, steps: steps, heals: map[int]int{}, healed: map[int]bool{}, ran: map[[2]int]bool{}}
+func newReplayer(ctx context.Context, a *Agent, steps []recStep, opt ReplayOptions) *replayer {
+	r := &replayer{a: a, runCtx: ctx, opt: opt, steps: steps, retry: -1, heals: map[int]int{}, healed: map[int]bool{}, ran: map[[2]int]bool{}}
 	r.acts = make([][]ReplayedAction, len(steps))
 	for i, s := range steps {
 		for _, ra := range s.actions {
@@ -194,11 +249,27 @@ func (r *replayer) report() ([]ReplayedAction, int) {
 
 func (r *replayer) next(ctx context.Context, st *events.BrowserState, item *HistoryItem) (*AgentOutput, StepSource, []string, bool, error) {
 	r.pending, r.matches = nil, nil
-	if r.cur >= len(r.steps) {
-		return nil, "", nil, false, errReplayComplete
+	if err := r.runCtx.Err(); err != nil {
+		return nil, SourceReplay, nil, false, err
 	}
-	if r.fail != nil && !r.healing {
-		// A failure left by the last step's outcome: heal it now.
+	if r.cur >= len(r.steps) {
+		return nil, SourceReplay, nil, false, errReplayComplete
+	}
+	if r.healErr != "" {
+		// The heal's model call failed: another would most likely fail
+		// alike (a bad key, an outage), and the failure is the model's.
+		f := r.fail
+		if f == nil {
+			f = r.errAt(r.cur, -1, st, ErrReplayNeedsModel)
+		}
+		e := *f
+		e.Err = fmt.Errorf("%w: the heal's model call failed: %s (%w)", ErrReplayNeedsModel, r.healErr, f.Err)
+		return nil, SourceReplay, nil, false, &e
+	}
+	if r.fail != nil && (!r.healing || r.finalDone) {
+		// A failure left by the last step's outcome: heal it now. A held
+		// back final done is not replayed again: only the heal's done
+		// can end the replay.
 		return r.heal(ctx, st, item)
 	}
 	// Candidates for this step, in order of preference: after a heal for
@@ -206,7 +277,7 @@ func (r *replayer) next(ctx context.Context, st *events.BrowserState, item *Hist
 	// the step itself first.
 	type target struct{ idx, from int }
 	targets := []target{{r.cur, r.from}}
-	if r.healing && r.cur+1 < len(r.steps) && !r.steps[r.cur+1].free {
+	if r.healing && r.cur+1 < len(r.steps) {
 		nxt := target{r.cur + 1, 0}
 		if r.kind == failOutcome {
 			targets = []target{nxt, targets[0]}
@@ -224,6 +295,11 @@ func (r *replayer) next(ctx context.Context, st *events.BrowserState, item *Hist
 	err := r.settle(ctx, st, item, func() bool {
 		fail = nil
 		for _, t := range targets {
+			if t.idx != r.cur && r.steps[t.idx].free && !r.movedTo(t.idx, st.URL) {
+				// A step beginning with a navigation runs anywhere: only
+				// the page it was recorded on says the heal moved on.
+				continue
+			}
 			c, m, p, f := r.check(st, t.idx, t.from)
 			if f == nil {
 				calls, ms, pos, got = c, m, p, t.idx
@@ -235,14 +311,15 @@ func (r *replayer) next(ctx context.Context, st *events.BrowserState, item *Hist
 		}
 		return false
 	})
-	if err != nil {
-		return nil, "", nil, false, err
+	if err != nil && r.runCtx.Err() != nil {
+		return nil, SourceReplay, nil, false, r.runCtx.Err()
 	}
+	// Otherwise err is the step's own deadline: the failure stands.
 	wasHealing := r.healing
 	r.healing = false
 	if got < 0 {
 		if errors.Is(fail.Err, ErrReplayNeedsModel) {
-			return nil, "", nil, false, fail
+			return nil, SourceReplay, nil, false, fail
 		}
 		r.fail, r.kind = fail, failFind
 		return r.heal(ctx, st, item)
@@ -263,31 +340,11 @@ func (r *replayer) next(ctx context.Context, st *events.BrowserState, item *Hist
 			}
 		}
 		r.healed[r.cur] = true
-		r.cur, r.from = got, 0
+		r.cur, r.from, r.retry = got, 0, -1
 	} else if wasHealing {
 		r.healed[r.cur] = true
 	}
 	r.fail, r.kind = nil, failNone
-	// A choice by position among look-alikes is the approval policy's.
-	for i, m := range ms {
-		if m == nil || !m.Ambiguous {
-			continue
-		}
-		ra := r.steps[r.cur].actions[pos[i]]
-		spec, _ := r.a.spec(ra.rec.Name)
-		note := fmt.Sprintf("replay: %d elements look like the recorded %s; element %d is chosen by its position (%d of %d) — allow it?", ra.rec.Element.Similar, describeElement(ra.rec.Element), m.Index, ra.rec.Element.Ordinal, ra.rec.Element.Similar)
-		dec, aerr := r.a.set.Approver.Approve(ctx, ApprovalRequest{Action: ra.rec.Name, Params: calls[i].Params, Risk: spec.Risk, URL: r.a.secrets.scrub(st.URL), Step: item.Step, Match: m, Note: note})
-		if aerr != nil || !dec.Allow {
-			why := dec.Reason
-			if aerr != nil {
-				why = aerr.Error()
-			}
-			r.fail = r.errAt(r.cur, pos[i], st, fmt.Errorf("%w: the approval policy refused the choice by position (%s)", ErrReplayAmbiguous, why))
-			r.fail.Candidates = m.Candidates
-			r.kind = failFind
-			return r.heal(ctx, st, item)
-		}
-	}
 	r.pending, r.matches = pos, ms
 	s := r.steps[r.cur]
 	out := &AgentOutput{NextGoal: s.goal, EvaluationPreviousGoal: s.eval, Action: calls}
@@ -297,17 +354,25 @@ func (r *replayer) next(ctx context.Context, st *events.BrowserState, item *Hist
 	return out, SourceReplay, nil, true, nil
 }
 
+// movedTo reports whether the page at url is where steps[idx] was
+// recorded, and that page differs from the current step's (so being there
+// is evidence that the current step was done).
+func (r *replayer) movedTo(idx int, url string) bool {
+	at := r.steps[idx].at
+	return at != "" && !sameRoute(r.steps[r.cur].at, at) && sameRoute(at, url)
+}
+
 // heal hands the failed step to the model, or ends the replay when there
 // is none (or its calls are used up).
 func (r *replayer) heal(ctx context.Context, st *events.BrowserState, item *HistoryItem) (*AgentOutput, StepSource, []string, bool, error) {
 	f := r.fail
 	if r.opt.Model == nil {
-		return nil, "", nil, false, f
+		return nil, SourceReplay, nil, false, f
 	}
 	if r.heals[r.cur] >= r.opt.MaxHealCalls {
 		e := *f
 		e.Err = fmt.Errorf("%w after %d heal calls (%w)", ErrReplayNeedsModel, r.heals[r.cur], f.Err)
-		return nil, "", nil, false, &e
+		return nil, SourceReplay, nil, false, &e
 	}
 	r.heals[r.cur]++
 	r.healing = true
@@ -364,26 +429,35 @@ func (r *replayer) healNudge(f *ReplayError) string {
 		b.WriteString(";")
 	}
 	fmt.Fprintf(&b, " What went wrong: %s. ", clipLine(errors.Unwrap(f).Error(), 300))
-	b.WriteString("Do only what this step needs on the current page (for example open the menu or close the banner that hides the control, or do the action on the element that now stands for it), then stop: do not go on with the rest of the task, and do not call done. The replay resumes after your step.")
+	if r.finalDone {
+		b.WriteString("This was the recorded run's final answer. Do what the task still needs on the current page, then call done with your own answer: the replay ends with your done.")
+	} else {
+		b.WriteString("Do only what this step needs on the current page (for example open the menu or close the banner that hides the control, or do the action on the element that now stands for it), then stop: do not go on with the rest of the task, and do not call done. The replay resumes after your step.")
+	}
 	return r.a.secrets.scrub(b.String())
 }
 
 // settle polls fresh observations until ok holds on a settled page (the
-// same fingerprint twice in a row), the page stays unchanged for
-// replayQuiet with ok still false (it is not going to change by itself:
-// the failure stands, and a heal need not wait), or SettleTimeout passes.
+// same fingerprint twice in a row), the page stays unchanged with no
+// request pending for max(replayQuiet, SettleTimeout/5) with ok still
+// false (it is not going to change by itself: the failure stands, and a
+// heal need not wait), or SettleTimeout passes. It returns ctx's error
+// when ctx ended the wait (the failure stands too).
 func (r *replayer) settle(ctx context.Context, st *events.BrowserState, item *HistoryItem, ok func() bool) error {
 	if ok() {
 		return nil
 	}
+	quiet := max(replayQuiet, r.opt.SettleTimeout/5)
 	deadline := time.Now().Add(r.opt.SettleTimeout)
 	prev, quietSince := st.Fingerprint, time.Now()
 	t := time.NewTimer(replayPoll)
 	defer t.Stop()
+poll:
 	for time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
-			return nil // the step's deadline: the failure stands
+			ok()
+			return ctx.Err()
 		case <-t.C:
 		}
 		start := time.Now()
@@ -396,10 +470,12 @@ func (r *replayer) settle(ctx context.Context, st *events.BrowserState, item *Hi
 			if same && ok() {
 				return nil
 			}
-			if !same {
+			switch {
+			case !same || len(ns.PendingRequests) > 0:
+				// A page still loading may yet show what is missing.
 				prev, quietSince = ns.Fingerprint, time.Now()
-			} else if time.Since(quietSince) >= replayQuiet {
-				break
+			case time.Since(quietSince) >= quiet:
+				break poll
 			}
 		} else {
 			r.a.log.Debug("agent: replay re-observation failed", zap.Error(err))
@@ -411,8 +487,10 @@ func (r *replayer) settle(ctx context.Context, st *events.BrowserState, item *Hi
 }
 
 // check tests steps[idx]'s precondition from action from on st and, when
-// it holds, returns the calls to run (indexes rewritten), their matches
-// and their positions in the step.
+// it holds, returns the calls to run (indexes rewritten; a choice by
+// position carries its approval note), their matches and their positions
+// in the step. Actions of the current step that ran already are left out,
+// except the one to retry.
 func (r *replayer) check(st *events.BrowserState, idx, from int) ([]ActionCall, []*match.Result, []int, *ReplayError) {
 	s := r.steps[idx]
 	if !s.free && from == 0 && !sameRoute(s.url, st.URL) {
@@ -425,7 +503,7 @@ func (r *replayer) check(st *events.BrowserState, idx, from int) ([]ActionCall, 
 		pos   []int
 	)
 	for _, ra := range s.actions[from:] {
-		if ra.skip != "" {
+		if ra.skip != "" || (idx == r.cur && ra.pos != r.retry && r.ran[[2]int{idx, ra.pos}]) {
 			continue
 		}
 		c := ra.call
@@ -442,8 +520,11 @@ func (r *replayer) check(st *events.BrowserState, idx, from int) ([]ActionCall, 
 			}
 			c.Params = setParam(c.Params, "tab_id", id)
 		}
-		if e := ra.rec.Element; e != nil && paramIndex(c.Params) > 0 {
+		spec, _ := r.a.spec(ra.rec.Name)
+		switch e := ra.rec.Element; {
+		case e != nil && paramIndex(c.Params) > 0:
 			res := match.Find(*e, st.Elements)
+			res.Candidates = r.scrubCandidates(res.Candidates)
 			m = &res
 			if !res.Found() {
 				sent := ErrReplayNoMatch
@@ -455,12 +536,34 @@ func (r *replayer) check(st *events.BrowserState, idx, from int) ([]ActionCall, 
 				return nil, nil, nil, f
 			}
 			c.Params = setParam(c.Params, "index", res.Index)
+			if res.Ambiguous {
+				c.approval = &approvalNote{match: m, note: fmt.Sprintf("replay: %d elements look like the recorded %s; element %d is chosen by its position (%d of %d) — allow it?", e.Similar, describeElement(e), res.Index, e.Ordinal, e.Similar)}
+			}
+		case e == nil && spec.TargetsIndex && paramIndex(c.Params) > 0:
+			// Recorded without its element (an older history): the
+			// recorded index is all there is, a choice by position.
+			i := paramIndex(c.Params)
+			m = &match.Result{Index: i, Strategy: match.ByPosition, Ambiguous: true}
+			c.approval = &approvalNote{match: m, note: fmt.Sprintf("replay: the recorded %s has no record of its element (an older history); element %d is its recorded index, a choice by position alone — allow it?", ra.rec.Name, i)}
 		}
 		calls = append(calls, c)
 		ms = append(ms, m)
 		pos = append(pos, ra.pos)
 	}
 	return calls, ms, pos, nil
+}
+
+// scrubCandidates returns cs with the secrets their names show (they come
+// from the live page) scrubbed.
+func (r *replayer) scrubCandidates(cs []match.Candidate) []match.Candidate {
+	if len(cs) == 0 {
+		return cs
+	}
+	out := slices.Clone(cs)
+	for i := range out {
+		out[i].Name = r.a.secrets.scrub(out[i].Name)
+	}
+	return out
 }
 
 // errAt is a ReplayError for steps[idx]'s action at pos (-1: the step).
@@ -479,13 +582,25 @@ func (r *replayer) errAt(idx, pos int, st *events.BrowserState, err error) *Repl
 }
 
 func (r *replayer) stepped(ctx context.Context, st *events.BrowserState, out *AgentOutput, item *HistoryItem) error {
-	if item.Source == SourceHeal || r.pending == nil {
-		return nil // a heal's step: next decides what it achieved
+	if item.Source == SourceHeal {
+		r.healStepped(item) // next decides what the heal achieved
+		return nil
+	}
+	if r.pending == nil {
+		return nil
 	}
 	pos, ms := r.pending, r.matches
 	r.pending, r.matches = nil, nil
 	s := r.steps[r.cur]
-	ran := 0
+	var (
+		first     *ReplayError
+		firstPos  int
+		firstKind failKind
+		stop      bool // the failure is not for a heal
+		ran       int
+	)
+	// Every action that ran is accounted (a batch goes on after an
+	// outcome that differs); the first failure is the step's.
 	for i, rec := range item.Actions {
 		if i >= len(pos) {
 			break
@@ -494,18 +609,21 @@ func (r *replayer) stepped(ctx context.Context, st *events.BrowserState, out *Ag
 		if rec.Name != ra.rec.Name {
 			break
 		}
+		ran = i + 1
 		item.Actions[i].Match = ms[i]
 		x := &r.acts[r.cur][ra.pos]
 		x.RunStep, x.Match, x.Got, x.Error = item.Step, ms[i], rec.Verdict, rec.Error
 		r.ran[[2]int{r.cur, ra.pos}] = true
 		x.Healed = r.healed[r.cur]
-		if rec.Name == "done" {
-			x.Replayed = true
-		}
+		x.Replayed = rec.Name == "done" && rec.Result.Done
 		var f error
+		kind := failOutcome
 		switch {
+		case rec.Denied && ms[i] != nil && ms[i].Ambiguous:
+			f = fmt.Errorf("%w: %w: the approval policy refused the choice by position (%s)", ErrReplayAmbiguous, ErrDenied, deniedReason(rec.Error))
+			kind = failFind // a heal may name the element
 		case rec.Denied:
-			f = fmt.Errorf("%w: denied by the approval policy", ErrReplayOutcome)
+			f = fmt.Errorf("%w: %w: %s", ErrReplayOutcome, ErrDenied, deniedReason(rec.Error))
 		case rec.Error != "":
 			f = fmt.Errorf("%w: the action failed: %s", ErrReplayOutcome, rec.Error)
 		case rec.Name == "done" && !rec.Result.Done:
@@ -513,33 +631,71 @@ func (r *replayer) stepped(ctx context.Context, st *events.BrowserState, out *Ag
 		case !compatibleVerdict(ra.rec.Name, ra.rec.Verdict, rec.Verdict):
 			f = fmt.Errorf("%w: expected %s, got %s", ErrReplayOutcome, ra.rec.Verdict, rec.Verdict)
 		}
-		if f != nil {
-			e := r.errAt(r.cur, ra.pos, st, f)
-			if ms[i] != nil {
-				e.Candidates = ms[i].Candidates
-			}
-			if item.Error == "" {
-				item.Error = r.a.secrets.scrub(e.Error())
-			}
-			if r.opt.Model == nil || rec.Denied {
-				return e
-			}
-			r.fail, r.kind = e, failOutcome
-			r.from = ra.pos // a retry runs the action again
-			return nil
+		if f == nil || first != nil {
+			continue
 		}
-		ran++
+		first, firstPos, firstKind = r.errAt(r.cur, ra.pos, st, f), ra.pos, kind
+		if ms[i] != nil {
+			first.Candidates = ms[i].Candidates
+		}
+		// A denial is the policy's word, not the page's: no heal.
+		stop = rec.Denied && kind == failOutcome
+		if rec.Name == "done" && !rec.Result.Done && r.cur == len(r.steps)-1 {
+			r.finalDone = true
+		}
+	}
+	if first != nil {
+		if item.Error == "" {
+			item.Error = r.a.secrets.scrub(first.Error())
+		}
+		if r.opt.Model == nil || stop {
+			return first
+		}
+		r.fail, r.kind = first, firstKind
+		// A retry runs the failed action again, and only the actions
+		// after it that did not run.
+		r.from, r.retry = firstPos, firstPos
+		return nil
 	}
 	if ran < len(pos) {
 		// A fence cut the batch: the rest runs on the next observation.
 		r.from = pos[ran]
 		return nil
 	}
-	r.cur, r.from = r.cur+1, 0
+	r.cur, r.from, r.retry = r.cur+1, 0, -1
 	if r.cur >= len(r.steps) && !doneAccepted(item.Actions) {
 		return errReplayComplete
 	}
 	return nil
+}
+
+// healStepped takes note of what a heal's step did: an accepted done
+// healing the last recorded step's held-back done ends the replay; a
+// failed model call is kept for next to report.
+func (r *replayer) healStepped(item *HistoryItem) {
+	if r.finalDone && doneAccepted(item.Actions) {
+		for _, ra := range r.steps[r.cur].actions {
+			if ra.rec.Name != "done" || ra.skip != "" {
+				continue
+			}
+			x := &r.acts[r.cur][ra.pos]
+			x.Healed, x.Replayed, x.Error, x.Why = true, false, "", "held back on replay: the heal's own done ended the run"
+			x.RunStep = item.Step
+			r.ran[[2]int{r.cur, ra.pos}] = true
+		}
+		r.healed[r.cur] = true
+		r.cur, r.from, r.retry = len(r.steps), 0, -1
+		r.fail, r.kind, r.healing, r.finalDone = nil, failNone, false, false
+		return
+	}
+	if item.Error != "" && len(item.Actions) == 0 {
+		r.healErr = item.Error
+	}
+}
+
+// deniedReason is a denied record's reason, without act's prefix.
+func deniedReason(recErr string) string {
+	return strings.TrimPrefix(recErr, "denied by approval policy: ")
 }
 
 // compatibleVerdict reports whether a replayed action's verdict agrees

@@ -1,7 +1,13 @@
 package agent
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/browseragent/browseragent/agent/match"
 
 	"github.com/browseragent/browseragent/events"
 )
@@ -28,8 +34,61 @@ func TestReplaySameRoute(t *testing.T) {
 			t.Errorf("sameRoute(%q, %q) = %v, want %v", c.want, c.got, got, c.ok)
 		}
 	}
-	if got := rebaseURL("http://127.0.0.1:4000/a?b=1", map[string]string{"http://127.0.0.1:4000/": "http://localhost:9"}); got != "http://localhost:9/a?b=1" {
-		t.Errorf("rebase: %q", got)
+}
+
+// Rebase origins compare case-insensitively and survive a userinfo; keys
+// and targets that are not origins are refused with ErrReplay.
+func TestReplayRebaseURL(t *testing.T) {
+	rb, err := parseRebase(map[string]string{"http://127.0.0.1:4000/": "http://localhost:9", "https://Jobs.Test": "http://127.0.0.1:7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ in, want string }{
+		{"http://127.0.0.1:4000/a?b=1", "http://localhost:9/a?b=1"},
+		{"https://jobs.test/jobs/go#x", "http://127.0.0.1:7/jobs/go#x"},
+		{"https://JOBS.test/", "http://127.0.0.1:7/"},
+		{"https://ada@jobs.test/p", "http://ada@127.0.0.1:7/p"},
+		{"https://other.test/p", "https://other.test/p"},
+		{"/relative", "/relative"},
+	} {
+		if got := rebaseURL(c.in, rb); got != c.want {
+			t.Errorf("rebaseURL(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	for _, bad := range []map[string]string{
+		{"127.0.0.1:4000": "http://localhost:9"},
+		{"jobs.test": "http://localhost:9"},
+		{"http://a.test/app": "http://localhost:9"},
+		{"http://a.test": "localhost:9"},
+		{"http://a.test": "http://b.test/x?y=1"},
+	} {
+		if _, err := parseRebase(bad); !errors.Is(err, ErrReplay) {
+			t.Errorf("parseRebase(%v) = %v, want ErrReplay", bad, err)
+		}
+	}
+}
+
+// Plain variables get unused names (a recorded name_2 does not collide
+// with the second "name"), and a secret keeps its placeholder's name even
+// when a plain value would be named alike.
+func TestReplayVariableNames(t *testing.T) {
+	el := func(name string) *match.Element {
+		return &match.Element{Tag: "input", Attrs: map[string]string{"name": name}}
+	}
+	in := func(name, text string) ActionRecord {
+		return ActionRecord{Name: "input", Params: json.RawMessage(`{"index":1,"text":"` + text + `"}`), Element: el(name)}
+	}
+	h := &History{Items: []HistoryItem{{Step: 1, Actions: []ActionRecord{
+		in("email_2", "a"), in("email", "b"), in("email", "c"),
+		in("password", "plain"), in("pw", "<secret>password</secret>"), in("pw", "<secret>password</secret>"),
+	}}}}
+	var got []string
+	for _, v := range replayVariables(h) {
+		got = append(got, fmt.Sprintf("%s:%v", v.Name, v.Secret))
+	}
+	want := "email_2:false email:false email_3:false password_2:false password:true"
+	if strings.Join(got, " ") != want {
+		t.Errorf("variables %q, want %q", strings.Join(got, " "), want)
 	}
 }
 

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"regexp"
 	"sort"
@@ -18,6 +20,10 @@ import (
 type recStep struct {
 	step int // the recorded step number
 	url  string
+	// at is the page the recorded step observed (rebased), kept for a
+	// step that begins with a navigation too: reaching it after a heal
+	// says the heal did the step before it.
+	at string
 	// free: the step begins with a navigation, so the page it starts from
 	// does not matter (no URL precondition).
 	free       bool
@@ -44,11 +50,20 @@ var pageFree = map[string]bool{"navigate": true, "search": true, "go_back": true
 // varParam names the parameter holding an action's variable value.
 var varParam = map[string]string{"input": "text", "select_dropdown": "text", "upload_file": "path"}
 
+// replayMaxWaitSeconds caps a recorded wait on replay: what the wait
+// awaited (a page loading, a result appearing) the next step's settle
+// polling awaits anyway, and no longer than needed.
+const replayMaxWaitSeconds = 1
+
 // compile turns h into the steps to replay, with opt's variables and
 // rebase applied.
 func compile(h *History, opt ReplayOptions) ([]recStep, []Variable, error) {
 	if h == nil {
 		return nil, nil, ErrReplayEmpty
+	}
+	rb, err := parseRebase(opt.Rebase)
+	if err != nil {
+		return nil, nil, err
 	}
 	vars := replayVariables(h)
 	byPos := map[[2]int]Variable{}
@@ -80,9 +95,10 @@ func compile(h *History, opt ReplayOptions) ([]recStep, []Variable, error) {
 		if len(it.Actions) == 0 {
 			continue
 		}
-		s := recStep{step: it.Step, url: rebaseURL(it.State.URL, opt.Rebase)}
+		s := recStep{step: it.Step, url: rebaseURL(it.State.URL, rb)}
+		s.at = s.url
 		for _, t := range it.State.Tabs {
-			t.URL = rebaseURL(t.URL, opt.Rebase)
+			t.URL = rebaseURL(t.URL, rb)
 			s.tabs = append(s.tabs, t)
 		}
 		if it.Output != nil {
@@ -110,12 +126,19 @@ func compile(h *History, opt ReplayOptions) ([]recStep, []Variable, error) {
 						ra.call.Params = setParam(r.Params, varParam[r.Name], val)
 					}
 				}
-				if r.Name == "navigate" {
+				switch r.Name {
+				case "navigate":
 					var p NavigateParams
 					if json.Unmarshal(r.Params, &p) == nil {
-						ra.call.Params = setParam(ra.call.Params, "url", rebaseURL(p.URL, opt.Rebase))
+						ra.call.Params = setParam(ra.call.Params, "url", rebaseURL(p.URL, rb))
+					}
+				case "wait":
+					var p WaitParams
+					if json.Unmarshal(r.Params, &p) == nil && (p.Seconds <= 0 || p.Seconds > replayMaxWaitSeconds) {
+						ra.call.Params = setParam(ra.call.Params, "seconds", replayMaxWaitSeconds)
 					}
 				}
+				ra.rec.Element = rebaseElement(r.Element, rb)
 			}
 			s.actions = append(s.actions, ra)
 		}
@@ -147,22 +170,84 @@ func setParam(params json.RawMessage, key string, value any) json.RawMessage {
 	return b
 }
 
-// rebaseURL replaces raw's origin by its Rebase target.
-func rebaseURL(raw string, rebase map[string]string) string {
-	if len(rebase) == 0 || raw == "" {
+// parseRebase checks ReplayOptions.Rebase: every key and value is an
+// origin (scheme and host, no path, query or fragment). The result maps
+// the key's origin, lower case, to the target.
+func parseRebase(rebase map[string]string) (map[string]*url.URL, error) {
+	if len(rebase) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]*url.URL, len(rebase))
+	for from, to := range rebase {
+		f, err := parseOrigin(from)
+		if err != nil {
+			return nil, fmt.Errorf("%w: rebase %q: %w", ErrReplay, from, err)
+		}
+		t, err := parseOrigin(to)
+		if err != nil {
+			return nil, fmt.Errorf("%w: rebase %q to %q: %w", ErrReplay, from, to, err)
+		}
+		out[originKey(f)] = t
+	}
+	return out, nil
+}
+
+func parseOrigin(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme == "" || u.Host == "" || u.Opaque != "" {
+		return nil, errors.New("not an origin: give a scheme and a host, as in http://127.0.0.1:8080")
+	}
+	if strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, errors.New("an origin has no path, query or fragment")
+	}
+	return u, nil
+}
+
+// originKey is u's scheme and host, lower case (how origins compare).
+func originKey(u *url.URL) string {
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
+}
+
+// rebaseURL replaces raw's origin by its Rebase target (a userinfo the
+// target does not set is kept).
+func rebaseURL(raw string, rb map[string]*url.URL) string {
+	if len(rb) == 0 || raw == "" {
 		return raw
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return raw
 	}
-	origin := u.Scheme + "://" + u.Host
-	for from, to := range rebase {
-		if strings.TrimSuffix(from, "/") == origin {
-			return strings.TrimSuffix(to, "/") + strings.TrimPrefix(raw, origin)
-		}
+	to, ok := rb[originKey(u)]
+	if !ok {
+		return raw
 	}
-	return raw
+	u.Scheme, u.Host = to.Scheme, to.Host
+	if to.User != nil {
+		u.User = to.User
+	}
+	return u.String()
+}
+
+// rebaseElement returns e with its href rebased; a changed href also
+// drops the hashes, which digest it.
+func rebaseElement(e *match.Element, rb map[string]*url.URL) *match.Element {
+	if e == nil || len(rb) == 0 {
+		return e
+	}
+	h := e.Attrs["href"]
+	nh := rebaseURL(h, rb)
+	if nh == h {
+		return e
+	}
+	c := *e
+	c.Attrs = maps.Clone(e.Attrs)
+	c.Attrs["href"] = nh
+	c.Hash, c.StableHash = "", ""
+	return &c
 }
 
 var (
@@ -204,8 +289,24 @@ func replayVariables(h *History) []Variable {
 	if h == nil {
 		return nil
 	}
+	// Secrets keep their placeholder's name (listed once); plain values
+	// are named from their element, made unique against every name.
+	taken := map[string]bool{}
+	for _, it := range h.Items {
+		for _, r := range it.Actions {
+			if key, ok := varParam[r.Name]; ok && !r.Denied && r.Error == "" {
+				var m map[string]any
+				if json.Unmarshal(r.Params, &m) == nil {
+					val, _ := m[key].(string)
+					if sm := secretRE.FindStringSubmatch(val); sm != nil {
+						taken[sm[1]] = true
+					}
+				}
+			}
+		}
+	}
 	var out []Variable
-	used := map[string]int{}
+	listed := map[string]bool{}
 	for _, it := range h.Items {
 		for j, r := range it.Actions {
 			key, ok := varParam[r.Name]
@@ -219,20 +320,21 @@ func replayVariables(h *History) []Variable {
 			val, _ := m[key].(string)
 			v := Variable{Step: it.Step, Action: j}
 			if sm := secretRE.FindStringSubmatch(val); sm != nil {
-				v.Secret = true
-				v.Name = sm[1]
-			} else {
-				v.Value = val
-				v.Name = varName(r)
+				if listed[sm[1]] {
+					continue // one secret, however often typed
+				}
+				v.Secret, v.Name = true, sm[1]
+				listed[v.Name] = true
+				out = append(out, v)
+				continue
 			}
-			if v.Secret && used[v.Name] > 0 {
-				continue // one secret, however often typed
+			v.Value = val
+			base := varName(r)
+			v.Name = base
+			for n := 2; taken[v.Name]; n++ {
+				v.Name = fmt.Sprintf("%s_%d", base, n)
 			}
-			used[v.Name]++
-			if n := used[v.Name]; n > 1 {
-				v.Name = fmt.Sprintf("%s_%d", v.Name, n)
-				used[v.Name]++
-			}
+			taken[v.Name] = true
 			out = append(out, v)
 		}
 	}
@@ -364,6 +466,10 @@ func planReplay(h *History, opt ReplayOptions) (*ReplayPlan, error) {
 		return nil, err
 	}
 	p := &ReplayPlan{Task: h.Task}
+	reg := opt.Settings.Tools
+	if reg == nil {
+		reg = DefaultRegistry()
+	}
 	for _, v := range vars {
 		if val, ok := opt.Vars[v.Name]; ok {
 			v.Value = val
@@ -376,6 +482,9 @@ func planReplay(h *History, opt ReplayOptions) (*ReplayPlan, error) {
 			pa := PlannedAction{Action: ra.pos, Name: ra.rec.Name, Params: ra.call.Params, Var: ra.v, Skipped: ra.skip}
 			pa.Target = describeElement(ra.rec.Element)
 			pa.Cascade = cascade(ra.rec.Element)
+			if spec, ok := reg.Get(ra.rec.Name); ra.skip == "" && ra.rec.Element == nil && ok && spec.TargetsIndex && paramIndex(ra.call.Params) > 0 {
+				p.Notes = append(p.Notes, fmt.Sprintf("step %d action %d (%s): recorded without its element (an older history): its recorded index is a choice by position, put to the approval policy", s.step, ra.pos+1, ra.rec.Name))
+			}
 			if ra.skip == "" && ra.rec.Name == "extract" {
 				pa.NeedsModel = true
 				if opt.Model == nil {
@@ -386,7 +495,47 @@ func planReplay(h *History, opt ReplayOptions) (*ReplayPlan, error) {
 		}
 		p.Steps = append(p.Steps, ps)
 	}
+	p.Notes = append(p.Notes, unusedRebase(h, opt.Rebase)...)
 	return p, nil
+}
+
+// unusedRebase notes the Rebase origins no recorded URL has (a typo, or
+// the recording's origin is another).
+func unusedRebase(h *History, rebase map[string]string) []string {
+	if len(rebase) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	add := func(raw string) {
+		if u, err := url.Parse(raw); err == nil && u.Host != "" {
+			seen[originKey(u)] = true
+		}
+	}
+	for _, it := range h.Items {
+		add(it.State.URL)
+		for _, t := range it.State.Tabs {
+			add(t.URL)
+		}
+		for _, r := range it.Actions {
+			if r.Name == "navigate" {
+				var p NavigateParams
+				if json.Unmarshal(r.Params, &p) == nil {
+					add(p.URL)
+				}
+			}
+			if r.Element != nil {
+				add(r.Element.Attrs["href"])
+			}
+		}
+	}
+	var out []string
+	for from := range rebase {
+		if u, err := parseOrigin(from); err == nil && !seen[originKey(u)] {
+			out = append(out, fmt.Sprintf("rebase %s: no recorded URL has this origin", from))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (p *ReplayPlan) writeText(w io.Writer) error {
