@@ -82,7 +82,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	// The site runs on 127.0.0.1: the agent may go nowhere else.
 	bf.allowed = "127.0.0.1"
 	if rec != nil {
-		return replayDemo(ctx, demoReplay{rec: rec, site: site, cv: cv, heal: *heal, browser: bf, outDir: *outDir, asJSON: *asJSON, record: *record, otel: *otel}, stdout, stderr)
+		return replayDemo(ctx, demoReplay{rec: rec, path: *replayPath, site: site, cv: cv, heal: *heal, browser: bf, outDir: *outDir, asJSON: *asJSON, record: *record, otel: *otel}, stdout, stderr)
 	}
 	model := scripted.New(demosite.Script(cv), scripted.WithName("scripted-demo"))
 	fmt.Fprintf(stderr, "demo site: %s\n", site.URL())
@@ -134,6 +134,7 @@ func versionNames() string {
 // demoReplay is demo --replay's run.
 type demoReplay struct {
 	rec          *agent.History
+	path         string // the history file
 	site         *demosite.Site
 	cv           string // the CV file written for this run
 	heal         bool
@@ -167,13 +168,23 @@ func replayDemo(ctx context.Context, d demoReplay, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if v := missingSecrets(plan, nil); len(v) > 0 {
+		return usagef("step %d types <secret>%s</secret>: demo --replay has no secrets; use replay --secret-env", v[0].Step, v[0].Name)
+	}
+	// The same upload rule as replay: only this run's CV file (the cv
+	// variable) is uploaded, never a path the history names.
+	uploads, err := trustedUploads(plan, opts.Vars, nil)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(stderr, "demo site (%s): %s\n", d.site.Version(), d.site.URL())
 	out, err := runAgent(ctx, runConfig{
 		task: d.rec.Task, model: heal, browser: d.browser, outDir: d.outDir,
-		settings: agent.Settings{AvailableFilePaths: uploadPaths(plan), Approver: refuseAmbiguous{}},
+		settings: agent.Settings{AvailableFilePaths: uploads, Approver: replayApprover{}},
 		quiet:    d.asJSON, otel: d.otel, record: d.record,
-		replay: &replayConfig{history: d.rec, opts: opts},
+		replay: &replayConfig{history: d.rec, path: d.path, opts: opts},
 	}, stderr)
+	noteReplayError(out, err)
 	printReplayOutcome(stdout, out, d.asJSON)
 	if err := replayExit(out, err); err != nil {
 		return err

@@ -3,7 +3,7 @@
 //
 //	browseragent demo                    the offline demo (no key, no network)
 //	browseragent run "task" [flags]      run a task with a real model
-//	browseragent replay HISTORY [flags]  replay a recorded run without the model
+//	browseragent replay [flags] HISTORY  replay a recorded run without the model
 //	browseragent state URL [flags]       print what the model would see
 //	browseragent report TRACE [-o FILE]  turn a trace into an HTML report
 //	browseragent verify TRACE            check a trace's hash chain

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/browseragent/browseragent/internal/testbrowser"
-	"github.com/browseragent/browseragent/trace"
 )
 
 // The test binary doubles as the command: with BROWSERAGENT_CLI=1 it runs
@@ -56,49 +55,8 @@ func cli(t *testing.T, env []string, args ...string) cliResult {
 	return cliResult{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
-func TestDemoEndToEnd(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "demo")
-	r := cli(t, nil, "demo", "--out", out)
-	if r.code != 0 {
-		t.Fatalf("demo exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
-	for _, want := range []string{"done: Applied for Senior Go Engineer", "the site received: Ada Lovelace <ada@example.com>, 5-10 years, CV cv-ada-lovelace.txt", "report:"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
-		}
-	}
-	rep, err := trace.VerifyFile(filepath.Join(out, "trace.jsonl"))
-	if err != nil || !rep.Closed {
-		t.Fatalf("demo trace: %+v %v", rep, err)
-	}
-	if !strings.Contains(r.stdout, rep.Head) {
-		t.Errorf("stdout does not print the trace head %s", rep.Head)
-	}
-	html, err := os.ReadFile(filepath.Join(out, "report.html"))
-	if err != nil || !bytes.Contains(html, []byte("trace intact")) || !bytes.Contains(html, []byte("data:image/jpeg;base64,")) {
-		t.Fatalf("report missing, unverified or without screenshots (err %v)", err)
-	}
-	if bytes.Contains(html, []byte(" steps · 0.0 s")) {
-		t.Fatal("report shows a run that took no time")
-	}
-
-	// verify agrees, and catches an edited copy.
-	if v := cli(t, nil, "verify", filepath.Join(out, "trace.jsonl")); v.code != 0 || !strings.HasPrefix(v.stdout, "ok:") {
-		t.Fatalf("verify: %d %s %s", v.code, v.stdout, v.stderr)
-	}
-	raw, _ := os.ReadFile(filepath.Join(out, "trace.jsonl"))
-	forged := filepath.Join(out, "forged.jsonl")
-	os.WriteFile(forged, bytes.Replace(raw, []byte("Ada Lovelace"), []byte("Eve Mallory!"), 1), 0o644)
-	if v := cli(t, nil, "verify", forged); v.code != 1 || !strings.Contains(v.stderr, "edited") {
-		t.Fatalf("verify of a forged trace: exit %d, stderr %s", v.code, v.stderr)
-	}
-
-	// report regenerates the HTML from the trace.
-	again := filepath.Join(out, "again.html")
-	if rr := cli(t, nil, "report", "-o", again, filepath.Join(out, "trace.jsonl")); rr.code != 0 || strings.TrimSpace(rr.stdout) != again {
-		t.Fatalf("report: %d %q %s", rr.code, rr.stdout, rr.stderr)
-	}
-}
+// The demo's recording (stdout, trace, report, verify, report -o) is
+// checked by TestReplayDemo, which replays it.
 
 func TestDemoJSON(t *testing.T) {
 	r := cli(t, nil, "demo", "--json", "--out", filepath.Join(t.TempDir(), "d"))

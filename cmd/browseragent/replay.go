@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,6 +20,8 @@ import (
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/providers"
+	"github.com/browseragent/browseragent/agent/match"
+	"github.com/browseragent/browseragent/trace"
 )
 
 // exitReplay is replay's (and demo --replay's) exit code when a recorded
@@ -79,6 +83,7 @@ type replayFlags struct {
 	maxHeal        int
 	settleTimeout  time.Duration
 	allowAmbiguous bool
+	allowEvaluate  bool
 }
 
 func (f *replayFlags) register(fs *flag.FlagSet) {
@@ -87,6 +92,7 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.Var(f.rebase, "rebase", "replay on another origin: OLD_ORIGIN=NEW_ORIGIN, e.g. http://127.0.0.1:8080=https://staging.example.com (repeatable)")
 	fs.IntVar(&f.maxHeal, "max-heal-calls", agent.DefaultMaxHealCalls, "model calls allowed to mend one recorded step (with --model)")
 	fs.BoolVar(&f.allowAmbiguous, "allow-ambiguous", false, "accept an element chosen only by its position among look-alikes (default: refuse it; the step breaks, exit code 5, and the candidates are listed)")
+	fs.BoolVar(&f.allowEvaluate, "allow-evaluate", false, "run recorded evaluate actions (JavaScript from the history) and the heal model's (default: refuse them; the step breaks, exit code 5)")
 	fs.DurationVar(&f.settleTimeout, "settle-timeout", agent.DefaultSettleTimeout, "how long a step waits for its page (URL, element, settled) before it counts as broken")
 }
 
@@ -116,46 +122,74 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(&files, "file", "a local file the replay may upload as recorded (repeatable); a recorded upload path is used only when named here or given with --var")
 	secrets := secretFlags{}
 	fs.Var(secrets, "secret-env", "the value of a recorded <secret>name</secret>, read from an environment variable: name=ENVVAR (repeatable); never stored")
+	var hf humanFlags
+	hf.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: browseragent replay [flags] HISTORY.json")
-		fmt.Fprintln(stderr, "Runs a recorded run's actions again without the model (docs/replay.md). Exit codes: 0 replayed and")
-		fmt.Fprintln(stderr, "the recording's done succeeded, 1 failed otherwise, 2 bad command line, 5 a step could not be replayed.")
+		fmt.Fprintln(stderr, "Runs a recorded run's actions again without the model (docs/replay.md). Replay only histories you")
+		fmt.Fprintln(stderr, "trust: they navigate, type and submit as recorded; check --dry-run first and use --allowed-domains.")
+		fmt.Fprintln(stderr, "Exit codes: 0 replayed and the recording's done succeeded, 1 failed otherwise, 2 bad command line,")
+		fmt.Fprintln(stderr, "5 a step could not be replayed.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
+		for _, a := range fs.Args()[min(1, fs.NArg()):] {
+			if strings.HasPrefix(a, "-") {
+				return usagef("flags go before HISTORY.json: %q came after it", a)
+			}
+		}
 		return usagef("want the history file (history.json of a run's --out folder) as one argument")
 	}
 	opts, err := rf.options()
 	if err != nil {
 		return err
 	}
+	if *baseURL != "" && *model == "" {
+		return usagef("--base-url needs --model")
+	}
+	stdinTTY := stdinIsTerminal()
+	if err := hf.check(stdinTTY, stderrIsTerminal()); err != nil {
+		return err
+	}
 	h, err := loadRecording(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	var m llm.Model
 	if *model != "" {
-		if m, err = providers.New(*model, providers.Options{BaseURL: *baseURL}); err != nil {
-			return err
-		}
-	} else if *baseURL != "" {
-		return usagef("--base-url needs --model")
+		// The plan only needs to know a model will heal; a dry run builds
+		// none, so it needs no API key.
+		opts.Model = plannedModel(*model)
 	}
-	opts.Model = m
+	opts.Settings.SensitiveData = secrets
 	plan, err := planRecording(h, opts)
 	if err != nil {
 		return err
 	}
+	missing := missingSecrets(plan, secrets)
 	if *dryRun {
+		for _, v := range missing {
+			plan.Notes = append(plan.Notes, fmt.Sprintf("step %d types <secret>%s</secret>: no --secret-env %s=ENVVAR given; the replay would refuse to start", v.Step, v.Name, v.Name))
+		}
 		if *asJSON {
 			printJSON(stdout, plan)
 			return nil
 		}
 		return plan.WriteText(stdout)
 	}
+	if len(missing) > 0 {
+		v := missing[0]
+		return usagef("step %d types <secret>%s</secret>: pass --secret-env %s=ENVVAR", v.Step, v.Name, v.Name)
+	}
+	var m llm.Model
+	if *model != "" {
+		if m, err = providers.New(*model, providers.Options{BaseURL: *baseURL}); err != nil {
+			return err
+		}
+	}
+	opts.Model = m
 	dir := *outDir
 	if dir == "" {
 		dir = filepath.Join("out", "replay-"+time.Now().UTC().Format("20060102-150405"))
@@ -164,29 +198,58 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	set := agent.Settings{AvailableFilePaths: uploads}
-	if !rf.allowAmbiguous {
-		set.Approver = refuseAmbiguous{}
-	}
+	set := agent.Settings{AvailableFilePaths: uploads,
+		Approver: replayApprover{allowAmbiguous: rf.allowAmbiguous, allowEvaluate: rf.allowEvaluate}}
 	out, err := runAgent(ctx, runConfig{
 		task: h.Task, model: m, browser: bf, outDir: dir,
 		settings: set,
 		quiet:    *asJSON || !isTerminal(stdout), secrets: secrets,
-		replay: &replayConfig{history: h, opts: opts},
+		human: hf, stdinTTY: stdinTTY,
+		replay: &replayConfig{history: h, path: fs.Arg(0), opts: opts},
 	}, stderr)
+	noteReplayError(out, err)
 	printReplayOutcome(stdout, out, *asJSON)
 	return replayExit(out, err)
 }
 
-// refuseAmbiguous is replay's approval policy without --allow-ambiguous: an
-// element the matcher could only pick by its position among look-alikes is
-// refused (a wrong "Delete" costs more than a stop); everything else runs.
-type refuseAmbiguous struct{}
+// plannedModel stands for the heal model in a plan: PlanReplay only asks
+// whether there is one.
+type plannedModel string
+
+func (m plannedModel) Name() string { return string(m) }
+
+func (m plannedModel) Generate(context.Context, llm.Request) (*llm.Response, error) {
+	return nil, errors.New("replay: the plan's model is not callable")
+}
+
+// missingSecrets are the plan's secrets without a value in secrets.
+func missingSecrets(p *agent.ReplayPlan, secrets map[string]string) []agent.Variable {
+	var out []agent.Variable
+	for _, v := range p.Vars {
+		if _, ok := secrets[v.Name]; v.Secret && !ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// replayApprover is replay's approval policy. An element the matcher
+// could only pick by its position among look-alikes is refused unless
+// allowAmbiguous (a wrong "Delete" costs more than a stop). evaluate
+// (JavaScript from the history, or from the heal model) is refused unless
+// allowEvaluate: a history may come from anyone, and its script would run
+// in the user's pages (--cdp-url). Everything else runs.
+type replayApprover struct {
+	allowAmbiguous, allowEvaluate bool
+}
 
 // Approve implements agent.Approver.
-func (refuseAmbiguous) Approve(_ context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
-	if req.Match != nil && req.Match.Ambiguous {
+func (a replayApprover) Approve(_ context.Context, req agent.ApprovalRequest) (agent.Decision, error) {
+	switch {
+	case req.Match != nil && req.Match.Ambiguous && !a.allowAmbiguous:
 		return agent.Decision{Reason: "the element was chosen by its position among look-alikes; pass --allow-ambiguous to accept such choices"}, nil
+	case req.Action == "evaluate" && !a.allowEvaluate:
+		return agent.Decision{Reason: "replay runs no JavaScript from a history unless --allow-evaluate is given"}, nil
 	}
 	return agent.Decision{Allow: true}, nil
 }
@@ -247,26 +310,30 @@ func plannedUploads(p *agent.ReplayPlan) []plannedUpload {
 	return out
 }
 
-// uploadPaths are every file the plan uploads: for demo --replay, whose
-// recording and CV file are its own.
-func uploadPaths(p *agent.ReplayPlan) []string {
-	var out []string
-	for _, u := range plannedUploads(p) {
-		out = append(out, u.path)
-	}
-	return out
-}
-
 // trustedUploads are the files replay may upload. A history is data that
 // may come from anyone, and a recorded path could name any local file
 // (~/.ssh/id_ed25519): an upload runs only when its file was named on the
-// command line, with --var for its variable or with --file.
+// command line, with --var for its variable (the file must exist) or with
+// --file.
 func trustedUploads(p *agent.ReplayPlan, vars map[string]string, files []string) ([]string, error) {
 	var out []string
 	for _, u := range plannedUploads(p) {
-		_, byVar := vars[u.variable]
+		val, byVar := vars[u.variable]
+		if byVar {
+			// A missing file would fail at its step, after the steps
+			// before it had their side effects.
+			if st, err := os.Stat(val); err != nil || st.IsDir() {
+				what := "a folder"
+				if err != nil {
+					what = "no such file"
+				}
+				return nil, usagef("--var %s=%s: step %d uploads it, and it is %s", u.variable, val, u.step, what)
+			}
+			out = append(out, u.path)
+			continue
+		}
 		abs, _ := filepath.Abs(u.path)
-		if byVar || slices.Contains(files, abs) {
+		if slices.Contains(files, abs) {
 			out = append(out, u.path)
 			continue
 		}
@@ -287,12 +354,15 @@ func printReplayOutcome(w io.Writer, out *runOutcome, asJSON bool) {
 		return
 	}
 	r := out.Replay
-	replayed, skipped, ambiguous := 0, 0, 0
+	replayed, failed, skipped, ambiguous := 0, 0, 0, 0
 	by := map[string]int{}
 	for _, a := range r.Actions {
-		if a.Skipped {
+		switch {
+		case a.Skipped:
 			skipped++
-		} else {
+		case a.Error != "":
+			failed++
+		default:
 			replayed++
 		}
 		if a.Match != nil && a.Match.Strategy != "" {
@@ -307,7 +377,11 @@ func printReplayOutcome(w io.Writer, out *runOutcome, asJSON bool) {
 		ways = append(ways, fmt.Sprintf("%s %d", k, n))
 	}
 	sort.Strings(ways)
-	fmt.Fprintf(w, "replay: %d of %d actions replayed, %d skipped, %d healed steps, %d model calls", replayed, len(r.Actions), skipped, r.Healed, r.ModelCalls)
+	fmt.Fprintf(w, "replay: %d of %d actions replayed, ", replayed, len(r.Actions))
+	if failed > 0 {
+		fmt.Fprintf(w, "%d failed, ", failed)
+	}
+	fmt.Fprintf(w, "%d skipped, %d healed steps, %d model calls", skipped, r.Healed, r.ModelCalls)
 	if len(ways) > 0 {
 		fmt.Fprintf(w, "; elements found by %s", strings.Join(ways, ", "))
 	}
@@ -315,6 +389,45 @@ func printReplayOutcome(w io.Writer, out *runOutcome, asJSON bool) {
 		fmt.Fprintf(w, "; %d chosen by position among look-alikes (allowed)", ambiguous)
 	}
 	fmt.Fprintln(w)
+}
+
+// replayFailure is, in replay --json's output, the recorded step that
+// could not be replayed (from *agent.ReplayError).
+type replayFailure struct {
+	Step   int    `json:"step"`
+	Action int    `json:"action"`
+	Name   string `json:"name,omitempty"`
+	URL    string `json:"url,omitempty"`
+	// Element describes the recorded element.
+	Element string `json:"element,omitempty"`
+	// Reason is the ErrReplay* sentinel's text ("agent: replay: element not
+	// found"); Error the whole message.
+	Reason     string            `json:"reason"`
+	Error      string            `json:"error"`
+	Candidates []match.Candidate `json:"candidates,omitempty"`
+}
+
+// replaySentinels are the reasons a replayed step breaks, as
+// replayFailure.Reason words them.
+var replaySentinels = []error{agent.ErrReplayNoMatch, agent.ErrReplayAmbiguous, agent.ErrReplayOutcome,
+	agent.ErrReplayPrecondition, agent.ErrReplayNeedsModel, agent.ErrReplayVars, agent.ErrReplayEmpty}
+
+// noteReplayError puts a *agent.ReplayError in err into out's replay
+// summary.
+func noteReplayError(out *runOutcome, err error) {
+	var re *agent.ReplayError
+	if out == nil || out.Replay == nil || !errors.As(err, &re) {
+		return
+	}
+	f := &replayFailure{Step: re.Step, Action: re.Action, Name: re.Name, URL: re.URL, Element: re.Element,
+		Reason: agent.ErrReplay.Error(), Error: re.Error(), Candidates: re.Candidates}
+	for _, s := range replaySentinels {
+		if errors.Is(re, s) {
+			f.Reason = s.Error()
+			break
+		}
+	}
+	out.Replay.Error = f
 }
 
 // replayExit maps a replay's end to the command's error (and exit code).
@@ -329,4 +442,46 @@ func replayExit(out *runOutcome, err error) error {
 		return errNotSuccessful
 	}
 	return nil
+}
+
+// replayMeta is the replay trace's "replay" metadata: which history was
+// replayed (its absolute path and SHA-256, and the head of the recording's
+// trace.jsonl when one sits next to it), the names of the --var variables
+// (their values are typed, and in the trace already where typed), the
+// rebase map and the heal model. A recording trace whose chain is broken
+// is warned about on w.
+func replayMeta(rc *replayConfig, heal llm.Model, w io.Writer) map[string]any {
+	md := map[string]any{}
+	if rc.path != "" {
+		if abs, err := filepath.Abs(rc.path); err == nil {
+			md["history"] = abs
+		}
+		if b, err := os.ReadFile(rc.path); err == nil {
+			md["history_sha256"] = fmt.Sprintf("%x", sha256.Sum256(b))
+		}
+		rec := filepath.Join(filepath.Dir(rc.path), "trace.jsonl")
+		if _, err := os.Stat(rec); err == nil {
+			rep, err := trace.VerifyFile(rec)
+			switch {
+			case err != nil:
+				md["recording_trace_error"] = err.Error()
+				if w != nil {
+					fmt.Fprintf(w, "warning: the recording's trace %s does not verify: %v\n", rec, err)
+				}
+			default:
+				md["recording_trace_head"] = rep.Head
+				md["recording_trace_closed"] = rep.Closed
+			}
+		}
+	}
+	if len(rc.opts.Vars) > 0 {
+		md["vars"] = slices.Sorted(maps.Keys(rc.opts.Vars))
+	}
+	if len(rc.opts.Rebase) > 0 {
+		md["rebase"] = rc.opts.Rebase
+	}
+	if heal != nil {
+		md["heal_model"] = heal.Name()
+	}
+	return md
 }

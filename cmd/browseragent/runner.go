@@ -47,6 +47,7 @@ type runConfig struct {
 // Settings are the run's).
 type replayConfig struct {
 	history *agent.History
+	path    string // the history file, for the trace's metadata
 	opts    agent.ReplayOptions
 }
 
@@ -56,6 +57,9 @@ type replaySummary struct {
 	Actions    []agent.ReplayedAction `json:"actions"`
 	ModelCalls int                    `json:"model_calls"`
 	Healed     int                    `json:"healed"`
+	// Error is the step that could not be replayed (exit code 5); nil
+	// otherwise.
+	Error *replayFailure `json:"error,omitempty"`
 }
 
 // runOutcome is what a run leaves behind.
@@ -95,7 +99,7 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 	}
 	meta := map[string]any{"task": cfg.task, "model": modelName, "started": time.Now().UTC()}
 	if cfg.replay != nil {
-		meta["replay"] = true
+		meta["replay"] = replayMeta(cfg.replay, cfg.model, progress)
 	}
 	tw, err := trace.Create(out.Trace, trace.WithSecrets(cfg.secrets), trace.WithMetadata(meta))
 	if err != nil {
