@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -85,6 +86,12 @@ type CacheEntry struct {
 	EvaluationPreviousGoal string `json:"evaluation_previous_goal,omitempty"`
 	Memory                 string `json:"memory,omitempty"`
 	NextGoal               string `json:"next_goal,omitempty"`
+	// PlanUpdate and CurrentPlanItem are the model's plan changes of the
+	// step (AgentOutput's; planning only), applied again on a hit so that
+	// the model's next step sees the plan it would have had. A nil
+	// PlanUpdate changes nothing, an empty one clears the plan.
+	PlanUpdate      []string `json:"plan_update"`
+	CurrentPlanItem *int     `json:"current_plan_item,omitempty"`
 	// Actions are the step's actions, in order.
 	Actions []CachedAction `json:"actions"`
 }
@@ -104,17 +111,46 @@ type CachedAction struct {
 // into place, so several agents and processes may share the directory: a
 // reader sees a whole entry or none, and the last writer wins. Files are
 // created 0600 (an entry holds what the run typed, secrets excepted).
+// Whoever can write the directory decides what a later run does, so on
+// Unix NewDirCache refuses a directory another user owns or that group
+// or others may write (as ssh does with ~/.ssh); Windows has no such
+// check.
 type DirCache struct {
 	dir string
 	// MaxEntryBytes bounds an entry's file: Put refuses a larger entry
 	// (ErrCacheEntryTooLarge) and Get reads a larger file as corrupt.
-	// Default (0) DefaultCacheEntryMaxBytes.
+	// Default (0) DefaultCacheEntryMaxBytes. Set it before the cache's
+	// first use (it is read without a lock).
 	MaxEntryBytes int64
 }
 
+// Defaults of DirCacheOptions.
+const (
+	DefaultCacheMaxEntries = 10000
+	DefaultCacheMaxAge     = 90 * 24 * time.Hour
+)
+
+// DirCacheOptions bound a DirCache's directory; NewDirCache prunes it to
+// them once, when it opens it.
+type DirCacheOptions struct {
+	// MaxEntries keeps the newest entries (by modification time) and
+	// deletes the rest. Default (0) DefaultCacheMaxEntries; negative: no
+	// bound.
+	MaxEntries int
+	// MaxAge deletes entries not written for longer. Default (0)
+	// DefaultCacheMaxAge; negative: no bound.
+	MaxAge time.Duration
+}
+
+// tmpMaxAge is the age past which a temporary file is an orphan (a Put
+// that died between its write and its rename).
+const tmpMaxAge = time.Hour
+
 // NewDirCache returns a cache in dir, creating the directory (0700) if
-// needed.
-func NewDirCache(dir string) (*DirCache, error) {
+// needed, and prunes it (DirCacheOptions; at most one opts is used; none:
+// the defaults). A directory that is not one, or on Unix is another
+// user's or writable by group or others, is an ErrSettings.
+func NewDirCache(dir string, opts ...DirCacheOptions) (*DirCache, error) {
 	if strings.TrimSpace(dir) == "" {
 		return nil, fmt.Errorf("%w: the action cache needs a directory", ErrSettings)
 	}
@@ -128,7 +164,70 @@ func NewDirCache(dir string) (*DirCache, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%w: action cache %s is not a directory", ErrSettings, dir)
 	}
+	if err := checkCacheDir(dir, fi); err != nil {
+		return nil, err
+	}
+	var o DirCacheOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if err := pruneCacheDir(dir, o, time.Now()); err != nil {
+		return nil, fmt.Errorf("agent: action cache: %w", err)
+	}
 	return &DirCache{dir: dir}, nil
+}
+
+// pruneCacheDir deletes orphaned temporary files and the entries over
+// o's bounds. A file gone meanwhile (another process pruning) is no error.
+func pruneCacheDir(dir string, o DirCacheOptions, now time.Time) error {
+	maxN, maxAge := o.MaxEntries, o.MaxAge
+	if maxN == 0 {
+		maxN = DefaultCacheMaxEntries
+	}
+	if maxAge == 0 {
+		maxAge = DefaultCacheMaxAge
+	}
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	type entry struct {
+		path string
+		mod  time.Time
+	}
+	var keep []entry
+	// Best effort: a file another process removed or cannot be removed
+	// now is tried again on the next open.
+	remove := func(p string) { _ = os.Remove(p) }
+	for _, de := range des {
+		name := de.Name()
+		tmp := strings.HasPrefix(name, ".entry-") && strings.HasSuffix(name, ".tmp")
+		if !de.Type().IsRegular() || (!tmp && filepath.Ext(name) != ".json") {
+			continue
+		}
+		fi, err := de.Info()
+		if err != nil {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		switch age := now.Sub(fi.ModTime()); {
+		case tmp:
+			if age > tmpMaxAge {
+				remove(p)
+			}
+		case maxAge > 0 && age > maxAge:
+			remove(p)
+		default:
+			keep = append(keep, entry{p, fi.ModTime()})
+		}
+	}
+	if maxN > 0 && len(keep) > maxN {
+		sort.Slice(keep, func(i, j int) bool { return keep[i].mod.After(keep[j].mod) })
+		for _, e := range keep[maxN:] {
+			remove(e.path)
+		}
+	}
+	return nil
 }
 
 // Dir returns the cache's directory.
@@ -275,16 +374,34 @@ type cacheSource struct {
 	version string
 	hit     bool
 	matches []*match.Result
+	// seen are the keys this Run looked up so far. The same key seen again
+	// means only waits ran in between (the key leaves them out): the page
+	// was not ready at the first look, and a step stored under the key
+	// would be taken, on the next run, at a first look that may come
+	// before the page is ready. Such a step is not stored.
+	seen map[string]bool
 }
 
 func newCacheSource(a *Agent, c ActionCache) *cacheSource {
-	return &cacheSource{a: a, c: c, step: -1, stats: &CacheStats{}}
+	return &cacheSource{a: a, c: c, step: -1, stats: &CacheStats{}, seen: map[string]bool{}}
 }
 
 // startRun starts this Run's counts and returns them (Result.Cache).
 func (s *cacheSource) startRun() *CacheStats {
 	s.stats = &CacheStats{}
+	s.seen = map[string]bool{}
 	return s.stats
+}
+
+// cachePutTimeout bounds a Put after the step: it runs even when the
+// step's own time ran out.
+const cachePutTimeout = 10 * time.Second
+
+// put stores e under the step's key, outside the step's deadline.
+func (s *cacheSource) put(ctx context.Context, e *CacheEntry) error {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cachePutTimeout)
+	defer cancel()
+	return s.c.Put(pctx, s.key, e)
 }
 
 // next implements stepSource: a hit answers the step with the cached
@@ -338,13 +455,26 @@ func (a *Agent) fromCache(e *CacheEntry, st *events.BrowserState) (*AgentOutput,
 	for _, sp := range a.offered(st.URL, false) {
 		offered[sp.Name] = true
 	}
-	out := &AgentOutput{EvaluationPreviousGoal: e.EvaluationPreviousGoal, Memory: e.Memory, NextGoal: e.NextGoal}
+	out := &AgentOutput{EvaluationPreviousGoal: e.EvaluationPreviousGoal, Memory: e.Memory, NextGoal: e.NextGoal,
+		PlanUpdate: slices.Clone(e.PlanUpdate), CurrentPlanItem: e.CurrentPlanItem}
+	if e.PlanUpdate != nil && out.PlanUpdate == nil {
+		out.PlanUpdate = []string{} // clears the plan, as the model's did
+	}
+	tasks := a.taskList()
 	matches := make([]*match.Result, len(e.Actions))
 	for i, ca := range e.Actions {
 		c := ActionCall{Name: ca.Name, Params: ca.Params}
 		spec, ok := a.cacheable(c)
 		if !ok || !offered[c.Name] {
 			return nil, nil, fmt.Sprintf("action %d (%s) is not offered or not cacheable", i+1, c.Name)
+		}
+		// The same rules as when it was stored, against this run: another
+		// run's URLs (a test server's port) or files are not this one's.
+		if why := a.typedOrigin(c, st, tasks); why != "" {
+			return nil, nil, fmt.Sprintf("action %d (%s): %s", i+1, c.Name, why)
+		}
+		if why := a.usableHere(c, st.URL); why != "" {
+			return nil, nil, fmt.Sprintf("action %d (%s): %s", i+1, c.Name, why)
 		}
 		if ca.Element != nil {
 			if !spec.TargetsIndex {
@@ -390,20 +520,24 @@ func (s *cacheSource) stepped(ctx context.Context, st *events.BrowserState, out 
 	if s.step < 0 || item.Step != s.step {
 		return nil // the cache was not asked on this step
 	}
+	seenBefore := s.seen[s.key]
+	s.seen[s.key] = true
 	if s.hit {
 		failed := false
 		for i := range item.Actions {
 			if i < len(s.matches) {
 				item.Actions[i].Match = s.matches[i]
 			}
-			failed = failed || (item.Actions[i].Error != "" && !item.Actions[i].Denied)
+			failed = failed || (item.Actions[i].Error != "" && !item.Actions[i].Denied && !contextError(item.Actions[i].Error))
 		}
-		if failed {
+		// A step that ran out of time says nothing of the entry (a busy
+		// machine); only an action the page refused does.
+		if failed && ctx.Err() == nil {
 			// A cached action that fails here would fail again on every
 			// run: the entry is emptied (a miss from now on) until a model
 			// step under the key replaces it.
-			e := &CacheEntry{Model: s.a.model.Name(), PromptVersion: s.version, Page: s.a.secrets.scrub(st.Fingerprint), Created: s.a.set.Now()}
-			if err := s.c.Put(ctx, s.key, e); err != nil {
+			e := &CacheEntry{Model: s.a.model.Name(), PromptVersion: s.version, Page: s.a.cachePageOf(st), Created: s.a.set.Now()}
+			if err := s.put(ctx, e); err != nil {
 				s.a.log.Warn("agent: action cache: could not drop a failing entry", zap.Int("step", item.Step), zap.Error(err))
 			} else {
 				s.a.log.Info("agent: action cache: a cached action failed; entry dropped", zap.Int("step", item.Step))
@@ -411,15 +545,18 @@ func (s *cacheSource) stepped(ctx context.Context, st *events.BrowserState, out 
 		}
 		return nil
 	}
-	e, why := s.a.toCache(out, item)
+	e, why := s.a.toCache(out, item, st)
+	if e != nil && seenBefore {
+		e, why = nil, "key ambiguous within the run (the page was looked at before, with only waits since)"
+	}
 	if e == nil {
 		if why != "" {
 			s.a.log.Debug("agent: action cache: step not stored", zap.Int("step", item.Step), zap.String("reason", why))
 		}
 		return nil
 	}
-	e.Model, e.PromptVersion, e.Page, e.Created = s.a.model.Name(), s.version, s.a.secrets.scrub(st.Fingerprint), s.a.set.Now()
-	if err := s.c.Put(ctx, s.key, e); err != nil {
+	e.Model, e.PromptVersion, e.Page, e.Created = s.a.model.Name(), s.version, s.a.cachePageOf(st), s.a.set.Now()
+	if err := s.put(ctx, e); err != nil {
 		s.a.log.Warn("agent: action cache: could not store the step", zap.Int("step", item.Step), zap.Error(err))
 		return nil
 	}
@@ -427,11 +564,39 @@ func (s *cacheSource) stepped(ctx context.Context, st *events.BrowserState, out 
 	return nil
 }
 
+// contextError reports whether an action's error is its context's end (a
+// step timeout, a cancelled run) rather than the page's answer.
+func contextError(msg string) bool {
+	return strings.Contains(msg, context.DeadlineExceeded.Error()) || strings.Contains(msg, context.Canceled.Error())
+}
+
+// cachePageOf is CacheEntry.Page for st: the key's page part, scrubbed of
+// secrets and without the URL's query (a token in it stays out of the
+// file).
+func (a *Agent) cachePageOf(st *events.BrowserState) string {
+	p := a.secrets.scrub(a.cacheURLs(cachePage(st.Fingerprint)))
+	if i := strings.IndexByte(p, '?'); i >= 0 {
+		if j := strings.LastIndex(p, "#e"); j > i {
+			return p[:i] + p[j:]
+		}
+		return p[:i]
+	}
+	return p
+}
+
+// taskList is a copy of the run's tasks.
+func (a *Agent) taskList() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.tasks)
+}
+
 // toCache is the entry for a model step, or nil and why it is not stored:
 // a step is stored only when the model chose it, none of its actions was
-// dropped, failed, denied or stopped by a fence, and every action is
-// cacheable with its element recorded.
-func (a *Agent) toCache(out *AgentOutput, item *HistoryItem) (*CacheEntry, string) {
+// dropped, failed, denied or stopped by a fence, every action is
+// cacheable with its element recorded, and what it typed or navigated to
+// came from the task (typedOrigin), not from the page.
+func (a *Agent) toCache(out *AgentOutput, item *HistoryItem, st *events.BrowserState) (*CacheEntry, string) {
 	switch {
 	case item.Source != SourceModel || out == nil || item.Output != out:
 		return nil, "not a model step"
@@ -446,7 +611,13 @@ func (a *Agent) toCache(out *AgentOutput, item *HistoryItem) (*CacheEntry, strin
 		EvaluationPreviousGoal: a.secrets.scrub(out.EvaluationPreviousGoal),
 		Memory:                 a.secrets.scrub(out.Memory),
 		NextGoal:               a.secrets.scrub(out.NextGoal),
+		PlanUpdate:             slices.Clone(out.PlanUpdate),
+		CurrentPlanItem:        out.CurrentPlanItem,
 	}
+	for i := range e.PlanUpdate {
+		e.PlanUpdate[i] = a.secrets.scrub(e.PlanUpdate[i])
+	}
+	tasks := a.taskList()
 	for i, c := range out.Action {
 		rec := item.Actions[i]
 		if rec.Error != "" || rec.Denied {
@@ -458,6 +629,9 @@ func (a *Agent) toCache(out *AgentOutput, item *HistoryItem) (*CacheEntry, strin
 		}
 		if spec.TargetsIndex && paramIndex(c.Params) > 0 && rec.Element == nil {
 			return nil, fmt.Sprintf("action %d (%s): its element was not recorded", i+1, c.Name)
+		}
+		if why := a.typedOrigin(c, st, tasks); why != "" {
+			return nil, fmt.Sprintf("action %d (%s): %s", i+1, c.Name, why)
 		}
 		params, err := a.scrubParams(c.Params)
 		if err != nil {
@@ -522,9 +696,11 @@ const cacheKeyPrefix = "browseragent action cache v1\n"
 //	         fingerprint, URL#m<mutations>/e<elements>, without its
 //	         mutation count)
 //	"progress\n" + one line per action the run ran so far, step 0
-//	         included, in order, waits left out: name, the parameters as
-//	         canonical JSON with "index" replaced by what the element
-//	         looked like (tag|role|accessible name), and ok or failed
+//	         included, in order, waits left out (progressLine)
+//
+// Every URL in the tasks, the page and the progress goes through
+// Settings.CacheURL (NormalizeCacheURL by default: a loopback port or a
+// session id does not change the key).
 //
 // The mutation count is left out: it counts from the document's load,
 // and how much of the parsing the counter sees varies (the same static
@@ -539,23 +715,23 @@ func (a *Agent) cacheKey(st *events.BrowserState) string {
 	io.WriteString(h, cacheKeyPrefix)
 	io.WriteString(h, "task\n")
 	a.mu.Lock()
-	for _, t := range a.tasks {
-		io.WriteString(h, t+"\n\x00")
-	}
-	items := a.history.Items
-	var lines []string
-	for _, it := range items {
+	tasks := slices.Clone(a.tasks)
+	var recs []ActionRecord
+	for _, it := range a.history.Items {
 		for _, r := range it.Actions {
 			if r.Name != "wait" { // how long a page took to load is no progress
-				lines = append(lines, progressLine(r))
+				recs = append(recs, r)
 			}
 		}
 	}
 	a.mu.Unlock()
-	io.WriteString(h, "page\n"+cachePage(st.Fingerprint)+"\n")
+	for _, t := range tasks {
+		io.WriteString(h, a.cacheURLs(t)+"\n\x00")
+	}
+	io.WriteString(h, "page\n"+a.cacheURLs(cachePage(st.Fingerprint))+"\n")
 	io.WriteString(h, "progress\n")
-	for _, l := range lines {
-		io.WriteString(h, l+"\n")
+	for _, r := range recs {
+		io.WriteString(h, a.progressLine(r)+"\n")
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -570,24 +746,49 @@ func cachePage(fp string) string {
 	return fp[:i] + "#e" + fp[j+2:]
 }
 
-// progressLine is one action of the key's progress.
-func progressLine(r ActionRecord) string {
-	params := "{}"
-	var m map[string]any
-	if len(bytes.TrimSpace(r.Params)) > 0 && json.Unmarshal(r.Params, &m) == nil {
-		if _, ok := m["index"]; ok && r.Element != nil {
-			m["index"] = r.Element.Tag + "|" + r.Element.Role + "|" + r.Element.Name
-		}
-		if b, err := json.Marshal(m); err == nil { // map keys sorted
-			params = string(b)
-		}
-	}
+// progressLine is one action of the key's progress, scrubbed of secrets
+// (a value the model typed literally never reaches the key, which the
+// cache stores in clear). A cacheable action is its name, its parameters
+// as canonical JSON with "index" replaced by what the element looked like
+// (tag|role|accessible name), and ok or failed. Any other action (extract,
+// write_file, a held-back done…) always goes back to the model, which
+// words its parameters anew on each run: it is only its name, its
+// element if any, and ok or failed, so that a rewording does not change
+// every later key.
+func (a *Agent) progressLine(r ActionRecord) string {
 	status := "ok"
 	if r.Error != "" {
 		status = "failed"
 	}
-	return r.Name + " " + params + " " + status
+	elem := ""
+	if r.Element != nil {
+		elem = r.Element.Tag + "|" + r.Element.Role + "|" + r.Element.Name
+	}
+	if !cacheableActions[r.Name] {
+		return a.secrets.scrub(r.Name + " " + elem + " " + status)
+	}
+	params := "{}"
+	var m map[string]any
+	if len(bytes.TrimSpace(r.Params)) > 0 && json.Unmarshal(r.Params, &m) == nil {
+		if _, ok := m["index"]; ok && r.Element != nil {
+			m["index"] = elem
+		}
+		// Map keys sorted; no HTML escapes, so that a placeholder from the
+		// cache and a literal value scrubbed below read alike.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if enc.Encode(m) == nil {
+			params = strings.TrimSpace(buf.String())
+		}
+	}
+	return a.cacheURLs(a.secrets.scrub(r.Name + " " + params + " " + status))
 }
+
+// cacheCodeVersion is raised when the agent's way of showing the page to
+// the model (serializer, state message) changes what the model would
+// answer: entries of another version are invalidated.
+const cacheCodeVersion = 1
 
 // promptDigest digests the embedded prompt templates once.
 var promptDigest = sync.OnceValue(func() string {
@@ -619,5 +820,12 @@ func (a *Agent) promptVersion(url string) string {
 	h.Write([]byte{0})
 	h.Write(a.outSch)
 	io.WriteString(h, "\x00"+string(a.set.Vision))
+	// What the prompt shows besides: the files offered, the secrets' names
+	// (their values never), how much of the page it lists, the search
+	// engine, and this code's way of writing the page for the model.
+	files := slices.Clone(a.set.AvailableFilePaths)
+	sort.Strings(files)
+	fmt.Fprintf(h, "\x00files %q\x00secrets %q\x00elements %d\x00search %s\x00code %d",
+		files, a.secrets.names(url), a.set.MaxElementsChars, a.set.SearchEngine, cacheCodeVersion)
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }

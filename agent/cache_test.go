@@ -617,3 +617,201 @@ func TestDirCache(t *testing.T) {
 		t.Fatalf("cancelled put: %v", err)
 	}
 }
+
+// A step that is never cached (write_file here) goes back to the model on
+// every run, which words it anew: its wording is left out of the later
+// keys, so the form and plan steps still hit.
+func TestCacheRewordedUncachedStepStillHits(t *testing.T) {
+	dir := t.TempDir()
+	cache := newDirCache(t, dir)
+	note := func(text string) scripted.Step {
+		return scripted.Step{Action: "write_file", Params: map[string]any{"file_name": "plan.md", "content": text}}
+	}
+	res1, _, _, _ := cacheRun(t, cache, cacheSite(false, false), "scripted", note("plan: fill the form"), cacheFill, cachePlan, cacheDone)
+	if res1.Cache.Stored != 2 {
+		t.Fatalf("first run: cache %+v, want 2 stored", *res1.Cache)
+	}
+	res2, m2, _, a2 := cacheRun(t, cache, cacheSite(false, false), "scripted", note("Plan - fill the form"), cacheDone)
+	if got, want := *res2.Cache, (agent.CacheStats{Hits: 2, Misses: 2}); got != want {
+		t.Fatalf("second run: cache %+v, want %+v", got, want)
+	}
+	if n := len(m2.Requests()); n != 2 {
+		t.Fatalf("second run: %d model calls, want 2 (write_file, done)", n)
+	}
+	h := a2.History()
+	if h.Items[2].Source != agent.SourceCache || h.Items[3].Source != agent.SourceCache {
+		t.Fatalf("sources %q %q, want the cache's", h.Items[2].Source, h.Items[3].Source)
+	}
+}
+
+// A step that typed something the task does not hold (the model read it
+// off the page) is not stored; a navigate to a URL neither in the task nor
+// on the page is not either.
+func TestCacheTypedTextNotFromTheTaskIsNotStored(t *testing.T) {
+	dir := t.TempDir()
+	cache := newDirCache(t, dir)
+	otherName := scripted.Step{Actions: []scripted.Action{
+		{Name: "input", Label: "Full name", Params: map[string]any{"text": "Grace Hopper"}},
+		{Name: "input", Label: "Email address", Params: map[string]any{"text": "ada@example.com"}},
+		{Name: "click", Label: "Next"},
+	}}
+	res, _, _, _ := cacheRun(t, cache, cacheSite(false, false), "scripted", otherName, cachePlan, cacheDone)
+	if res.Cache.Stored != 1 {
+		t.Fatalf("cache %+v, want only the plan step stored", *res.Cache)
+	}
+	away := scripted.Step{Action: "navigate", Params: map[string]any{"url": "https://elsewhere.test/"}}
+	b := agenttest.New(t, append(cacheSite(false, false), agenttest.Page{URL: "https://elsewhere.test/", Title: "Elsewhere"})...)
+	model := scripted.New([]scripted.Step{away, cacheDone})
+	set := settings(t)
+	set.Cache = newDirCache(t, t.TempDir())
+	res = run(t, newAgent(t, cacheTask, model, b, set), model)
+	if res.Cache.Stored != 0 {
+		t.Fatalf("a navigate to a URL from nowhere was stored: %+v", *res.Cache)
+	}
+}
+
+// With planning on, a cached step's plan changes apply as the model's did:
+// the step after two hits shows the plan at its third item.
+func TestCacheHitUpdatesThePlan(t *testing.T) {
+	cache := newDirCache(t, t.TempDir())
+	one, two := 1, 2
+	fill, plan := cacheFill, cachePlan
+	fill.PlanUpdate = []string{"fill the form", "choose the plan", "confirm"}
+	fill.CurrentPlanItem = &one
+	plan.CurrentPlanItem = &two
+	for round, steps := range [][]scripted.Step{{fill, plan, cacheDone}, {cacheDone}} {
+		b := agenttest.New(t, cacheSite(false, false)...)
+		model := scripted.New(steps)
+		set := settings(t)
+		set.Cache = cache
+		set.ReplyMode = agent.ReplyFull
+		a := newAgent(t, cacheTask, model, b, set)
+		res := run(t, a, model)
+		if !res.Done || res.Cache.Hits != 2*round {
+			t.Fatalf("round %d: %+v cache %+v", round, res, *res.Cache)
+		}
+		h := a.History()
+		got := h.Items[2].Plan
+		if len(got) != 3 || got[2].Text != "confirm" || got[2].Status != agent.PlanCurrent || got[1].Status != agent.PlanDone {
+			t.Fatalf("round %d: the plan after the plan step: %+v", round, got)
+		}
+		if round == 1 && !strings.Contains(userText(model.Requests()[0]), "confirm") {
+			t.Fatalf("the model's prompt after two hits lacks the plan:\n%s", userText(model.Requests()[0]))
+		}
+	}
+}
+
+// A secret the model typed literally (not as its placeholder) stays out of
+// the key: a second run, whose history holds the placeholder (from the
+// cache), reaches the same keys and hits both steps.
+func TestCacheKeyScrubsLiteralSecrets(t *testing.T) {
+	const secret = "sk-very-secret-123"
+	pages := []agenttest.Page{{
+		URL: loginURL, Title: "Login",
+		Elements: []agenttest.Element{
+			{Index: 1, Tag: "input", Attrs: map[string]string{"type": "text", "id": "key", "placeholder": "API key"}},
+			{Index: 2, Text: "Check"},
+			{Index: 3, Text: "Connect", Href: doneURL},
+		},
+	}, {URL: doneURL, Title: "Connected", Text: "Key accepted"}}
+	steps := []scripted.Step{
+		{Action: "input", Label: "API key", Params: map[string]any{"text": secret}},
+		{Actions: []scripted.Action{{Name: "click", Label: "Check"}, {Name: "click", Label: "Connect"}}},
+		{Action: "done", Params: map[string]any{"text": "connected", "success": true}},
+	}
+	cache := newDirCache(t, t.TempDir())
+	for round := range 2 {
+		b := agenttest.New(t, pages...)
+		model := scripted.New(steps[2*round:])
+		set := settings(t)
+		set.Cache = cache
+		set.SensitiveData = map[string]string{"api_key": secret}
+		a := newAgent(t, "Open "+loginURL+" and connect with the API key.", model, b, set)
+		res := run(t, a, model)
+		if !res.Done || res.Cache.Hits != 2*round || (round == 0 && res.Cache.Stored != 2) {
+			t.Fatalf("round %d: %+v cache %+v", round, res, *res.Cache)
+		}
+	}
+}
+
+// Settings that change the prompt (the files offered, the secrets' names,
+// the elements shown, the search engine) are another prompt version.
+func TestCachePromptVersionCoversSettings(t *testing.T) {
+	for name, change := range map[string]func(*agent.Settings){
+		"files":    func(s *agent.Settings) { s.AvailableFilePaths = []string{filepath.Join(t.TempDir(), "cv.txt")} },
+		"secrets":  func(s *agent.Settings) { s.SensitiveData = map[string]string{"pin": "4711"} },
+		"elements": func(s *agent.Settings) { s.MaxElementsChars = 1000 },
+		"search":   func(s *agent.Settings) { s.SearchEngine = "bing" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cache := newDirCache(t, t.TempDir())
+			cacheRun(t, cache, cacheSite(false, false), "scripted", cacheFill, cachePlan, cacheDone)
+			b := agenttest.New(t, cacheSite(false, false)...)
+			model := scripted.New([]scripted.Step{cacheFill, cachePlan, cacheDone})
+			set := settings(t)
+			set.Cache = cache
+			change(&set)
+			res := run(t, newAgent(t, cacheTask, model, b, set), model)
+			if res.Cache.Hits != 0 || res.Cache.Invalidated != 2 {
+				t.Fatalf("cache %+v, want both entries invalidated", *res.Cache)
+			}
+		})
+	}
+}
+
+// The default URL normalisation of the key.
+func TestNormalizeCacheURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:43127/apply":               "http://127.0.0.1/apply",
+		"http://localhost:8080/":                     "http://localhost/",
+		"http://[::1]:9000/x":                        "http://[::1]/x",
+		"https://jobs.test:8443/apply":               "https://jobs.test:8443/apply",
+		"https://jobs.test/cart;jsessionid=ABC123":   "https://jobs.test/cart",
+		"https://jobs.test/a?q=go&sid=1&_=17&page=2": "https://jobs.test/a?page=2&q=go",
+		"https://jobs.test/a?SessionId=x&token=y":    "https://jobs.test/a",
+		"not a url": "not a url",
+		"https://jobs.test/a?tokens=kept&session_id=no": "https://jobs.test/a?tokens=kept",
+	} {
+		if got := agent.NormalizeCacheURL(in); got != want {
+			t.Errorf("NormalizeCacheURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// NewDirCache prunes: orphaned temporary files over an hour old, entries
+// over MaxAge, and the oldest entries over MaxEntries.
+func TestDirCachePrunes(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	write := func(name string, age time.Duration) {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".entry-old.tmp", 2*time.Hour)
+	write(".entry-new.tmp", time.Minute)
+	write("a.json", time.Minute)
+	write("b.json", 2*time.Minute)
+	write("c.json", 3*time.Minute)
+	write("d.json", 4*time.Minute)
+	write("ancient.json", 48*time.Hour)
+	write("notes.txt", 48*time.Hour)
+	if _, err := agent.NewDirCache(dir, agent.DirCacheOptions{MaxEntries: 2, MaxAge: 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, de := range des {
+		left = append(left, de.Name())
+	}
+	if want := []string{".entry-new.tmp", "a.json", "b.json", "notes.txt"}; !slices.Equal(left, want) {
+		t.Fatalf("left %v, want %v", left, want)
+	}
+}

@@ -210,6 +210,12 @@ type Settings struct {
 	// is a miss, logged; it never fails the run. Result.Cache counts hits
 	// and misses. Default nil: no cache. NewDirCache is a directory cache.
 	Cache ActionCache
+	// CacheURL normalises every URL in the action cache's key (in the
+	// tasks, the page and the actions so far), so that URLs that differ
+	// only in what does not matter to the task give one key. Default nil:
+	// NormalizeCacheURL (a loopback host's port, session ids and
+	// cache-busting query parameters dropped).
+	CacheURL func(string) string
 	// Approver is asked before each action runs. Default: allow everything.
 	Approver Approver
 	// Human, when set, is the person the browser can be handed to: the
