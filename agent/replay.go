@@ -14,14 +14,19 @@ package agent
 //   - Elements. Each element action re-identifies its element on the new
 //     observation with agent/match (match.Find: hash, stable hash, role and
 //     name, attributes, XPath, position); the action's index is rewritten
-//     to the element found, and ActionRecord.Match says how (an action
-//     recorded without an element, from an older history, keeps its
-//     recorded index). A match that fell back on position (Ambiguous) is
-//     put to Settings.Approver first (ApprovalRequest.Match); a denial
-//     fails the step as ambiguous.
+//     to the element found, and ActionRecord.Match says how. A recorded
+//     href is rebased with the URLs (Rebase). A match that fell back on
+//     position (Ambiguous), and an element action recorded without its
+//     element (an older history: its recorded index is a choice by
+//     position), is put to Settings.Approver in the action's one approval
+//     request (ApprovalRequest.Match and Note); a denial fails the step
+//     as ambiguous (ErrReplayAmbiguous and ErrDenied; a heal may name the
+//     element). Any other denial ends the replay (ErrReplayOutcome and
+//     ErrDenied).
 //   - Preconditions, per step, polled on fresh observations (every 100 ms,
-//     no fixed pause) until they hold, or the page stayed unchanged for 1 s
-//     with them failing, or ReplayOptions.SettleTimeout passes: the page's URL
+//     no fixed pause) until they hold, or the page stayed unchanged with
+//     no request pending for max(1 s, SettleTimeout/5) with them failing,
+//     or ReplayOptions.SettleTimeout passes: the page's URL
 //     matches the recorded one (after Rebase: same scheme and host, same
 //     path where path segments that look like ids — digits, UUIDs, long hex
 //     — match any id; the query and fragment are ignored), every element
@@ -38,7 +43,9 @@ package agent
 //     an action that sets a field's value (input, select_dropdown,
 //     upload_file) recorded as changed also accepts no_change. A replayed
 //     done that the done check holds back fails. Otherwise (e.g. expected
-//     navigated, got no_change) the step failed (HistoryItem.Error).
+//     navigated, got no_change) the step failed (HistoryItem.Error). The
+//     batch goes on after such an action as in a Run: every action that
+//     ran is accounted (RunStep, Got), the first failure is the step's.
 //   - Healing. A step whose element is not found uniquely, whose
 //     precondition fails or whose outcome differs is handed to
 //     ReplayOptions.Model for that step alone (HistoryItem.Source "heal"):
@@ -48,10 +55,20 @@ package agent
 //     element or precondition retries the recorded step when its
 //     precondition now holds (the model opened a menu), else moves on when
 //     the next recorded step's precondition holds (the model did the action
-//     itself); a heal for an outcome moves on first. At most MaxHealCalls
-//     model calls per recorded step. Without a model the run stops with a
+//     itself; when the next step begins with a navigation, being on the
+//     page it was recorded on, if that differs from the broken step's, is
+//     the evidence); a heal for an outcome moves on first, and a retry
+//     runs the failed action again but never an action after it that ran.
+//     A held-back done in the last recorded step is not replayed again:
+//     the heal's own accepted done ends the replay (Healed, not Replayed).
+//     At most MaxHealCalls model calls per recorded step; a heal whose
+//     model call fails ends the replay at once (ErrReplayNeedsModel with
+//     the model's error and the step's failure), as another call would
+//     most likely fail alike. Without a model the run stops with a
 //     *ReplayError naming the step, the action, the element and the
-//     candidates.
+//     candidates (secrets the live page shows scrubbed). Cancelling ctx
+//     ends the replay with ctx's error, never a ReplayError, and asks no
+//     heal.
 //   - Variables. Values typed (input text), selected (select_dropdown text)
 //     and uploaded (upload_file path) are variables, named from their
 //     element (name, id, placeholder, aria-label, label, type; snake_case,
@@ -61,7 +78,9 @@ package agent
 //     placeholder: it is resolved from Settings.SensitiveData when the
 //     action runs, as in a Run, and never stored.
 //   - Non-element actions (navigate with its URL rebased, scroll of the
-//     page, send_keys, go_back, wait, files...) replay as recorded;
+//     page, send_keys, go_back, files...) replay as recorded; a wait
+//     lasts at most 1 s (the next step's settle polling awaits what it
+//     awaited);
 //     switch_tab and close_tab name the open tab showing the page the
 //     recorded tab showed (tab ids differ from run to run; none or several:
 //     ErrReplayPrecondition). extract asks a model: without one the step stops with
@@ -70,7 +89,8 @@ package agent
 //   - Lean. Replayed steps take no screenshot (unless Settings.Vision is
 //     VisionOn; a heal's step takes one unless it is VisionOff), no pause
 //     between actions (1 ms instead of WaitBetweenActions), no prompt and
-//     no token counting.
+//     no token counting; no history compaction (it would be a second model
+//     call in a heal's step) unless Settings.CompactionModel is set.
 
 import (
 	"context"
@@ -122,8 +142,10 @@ var (
 // ReplayOptions configure Replay and PlanReplay.
 type ReplayOptions struct {
 	// Settings are the Run's (Approver, Observers, RunDir, SensitiveData,
-	// Tools, StepTimeout, Human, Logger...). Replay sets MaxSteps (enough
-	// for every recorded step and its heals), WaitBetweenActions (1 ms),
+	// Tools, StepTimeout, Human, Logger...). Replay sets MaxSteps (per
+	// recorded step one per action and its heals, plus 2), MaxFailures
+	// (at least MaxHealCalls+2), CompactEverySteps (off unless
+	// CompactionModel is set), WaitBetweenActions (1 ms),
 	// DirectlyOpenURL (off: the recording's own navigation replays),
 	// InitialActions (none) and Vision (auto, so that only heals take a
 	// screenshot, unless VisionOn or VisionOff is asked) itself.
@@ -134,14 +156,19 @@ type ReplayOptions struct {
 	// Vars override recorded values by variable name (ReplayVariables).
 	Vars map[string]string
 	// Rebase maps a recorded origin ("http://127.0.0.1:8080") to the
-	// origin to use instead, for navigations and URL preconditions.
+	// origin to use instead, for navigations, URL preconditions, tabs and
+	// recorded link hrefs. Keys and values must be origins (scheme and
+	// host; no path, query or fragment), else an error wrapping ErrReplay;
+	// origins compare case-insensitively. PlanReplay notes a key no
+	// recorded URL has.
 	Rebase map[string]string
 	// MaxHealCalls bounds the model calls per recorded step; 0:
 	// DefaultMaxHealCalls.
 	MaxHealCalls int
 	// SettleTimeout bounds the wait for a step's precondition (a page
-	// still changing is awaited up to it; a page unchanged for 1 s fails
-	// sooner); 0: DefaultSettleTimeout.
+	// still changing or loading is awaited up to it; a page unchanged with
+	// no request pending for max(1 s, SettleTimeout/5) fails sooner); 0:
+	// DefaultSettleTimeout.
 	SettleTimeout time.Duration
 }
 
@@ -180,8 +207,9 @@ type ReplayResult struct {
 	Result *Result
 	// Actions has one entry per recorded action, in order.
 	Actions []ReplayedAction
-	// ModelCalls counts the model's calls (heals and extracts); Healed the
-	// recorded steps a heal mended.
+	// ModelCalls counts the model calls made (heals, extracts, also with
+	// Settings.ExtractModel, compaction with Settings.CompactionModel);
+	// Healed the recorded steps a heal mended.
 	ModelCalls int
 	Healed     int
 	// History is the replay's own history (HistoryItem.Source says which
@@ -289,7 +317,8 @@ type PlannedAction struct {
 // error is non-nil when the replay did not reach the recording's end: a
 // *ReplayError (errors.Is ErrReplay and one of its sentinels) for a step
 // that could not be replayed (or a run that ended before the recording's
-// end, a heal's done included), or the Run's own error; ReplayResult is
+// end, a heal's done included), ctx's error when ctx ended it, or the
+// Run's own error; ReplayResult is
 // then what happened so far. Bad input (an empty history, unknown or
 // secret Vars, Settings the agent refuses) is an error with a nil result
 // before anything runs.
