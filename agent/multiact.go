@@ -288,6 +288,10 @@ func TabRef(id string) string {
 	return id[len(id)-4:]
 }
 
+// observedAttrCut is the length the DOM watchdog cuts attribute values
+// at: a value that long may end with part of a secret.
+const observedAttrCut = 200
+
 // recordElement describes the element an element action targets, as the
 // step observed it, for replay and the action cache; nil for other actions.
 func (a *Agent) recordElement(spec ActionSpec, c ActionCall, st *events.BrowserState) *match.Element {
@@ -300,11 +304,19 @@ func (a *Agent) recordElement(spec ActionSpec, c ActionCall, st *events.BrowserS
 		return nil
 	}
 	scrubbed := false
-	if n := a.secrets.scrub(e.Name); n != e.Name {
+	if n := a.secrets.scrubSpaced(e.Name); n != e.Name {
 		e.Name, scrubbed = n, true
 	}
+	if f := a.secrets.scrub(e.Frame); f != e.Frame {
+		e.Frame, scrubbed = f, true
+	}
+	raw := st.Elements[idx].Attributes
 	for k, v := range e.Attrs {
-		if w := a.secrets.scrub(v); w != v {
+		w := a.secrets.scrub(v)
+		if len(raw[k]) >= observedAttrCut {
+			w = a.secrets.scrubCut(v)
+		}
+		if w != v {
 			e.Attrs[k], scrubbed = w, true
 		}
 	}

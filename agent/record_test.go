@@ -249,7 +249,7 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // A cached action's match names its candidates from the live page: a
 // secret the page shows is scrubbed from them in the history, as from the
 // recorded element (which, having shown it, has no hashes and is found
-// again by its attributes).
+// again by its name around the secret).
 func TestCachedMatchCandidatesScrubbed(t *testing.T) {
 	const secret = "ada@secret.example"
 	pages := []agenttest.Page{{
@@ -296,7 +296,7 @@ func TestCachedMatchCandidatesScrubbed(t *testing.T) {
 			}
 		}
 	}
-	if m == nil || !m.Unique || m.Strategy != match.ByAttributes || len(m.Candidates) == 0 {
+	if m == nil || !m.Unique || m.Strategy != match.ByRoleName || len(m.Candidates) == 0 {
 		t.Fatalf("the cached click's match %+v", m)
 	}
 	if m.Candidates[0].Name != "Account <secret>mail</secret>" {

@@ -126,6 +126,40 @@ func (s *secrets) scrub(text string) string {
 	return text
 }
 
+// scrubSpaced is scrub for a text whose whitespace runs were collapsed
+// (an accessible name): a secret holding such runs is looked for
+// collapsed too.
+func (s *secrets) scrubSpaced(text string) string {
+	text = s.scrub(text)
+	if s == nil {
+		return text
+	}
+	for _, p := range s.pairs {
+		if c := strings.Join(strings.Fields(p[0]), " "); c != p[0] && c != "" && strings.Contains(text, c) {
+			text = strings.ReplaceAll(text, c, p[1])
+		}
+	}
+	return text
+}
+
+// scrubCut is scrub for a value an observation cut short: a secret
+// crossing the cut left its beginning at the end, which is replaced too
+// (beginnings of 3 bytes or more; of any length for a shorter secret).
+func (s *secrets) scrubCut(text string) string {
+	text = s.scrub(text)
+	if s == nil {
+		return text
+	}
+	for _, p := range s.pairs {
+		for k := len(p[0]) - 1; k >= 1 && (k >= 3 || len(p[0]) <= 3); k-- {
+			if strings.HasSuffix(text, p[0][:k]) {
+				return text[:len(text)-k] + p[1]
+			}
+		}
+	}
+	return text
+}
+
 // scrubItem scrubs what a history item holds of the page: URLs and titles
 // (a form sent with GET puts its values in the URL) and the evidence of
 // its actions. The texts were scrubbed when they were written.

@@ -87,6 +87,7 @@ package match
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -746,6 +747,47 @@ type query struct {
 	fold  string // name, lower-cased
 	path  string // rec's tag path
 	attrs []recAttr
+	// secretParts is fold split at its secret placeholders (the agent
+	// scrubs a secret the name showed): the live name matches when it
+	// holds them in order around any non-empty text. Nil without one.
+	secretParts []string
+}
+
+// secretRE matches the placeholder the agent writes for a scrubbed
+// secret.
+var secretRE = regexp.MustCompile(`<secret>[^<>]*</secret>`)
+
+// sameName reports whether d's name is the recorded one, ignoring case:
+// equal, or around a scrubbed secret (see secretParts).
+func (q query) sameName(d *desc) bool {
+	if q.secretParts == nil {
+		return d.fold == q.fold
+	}
+	rest := d.fold
+	last := len(q.secretParts) - 1
+	for i, part := range q.secretParts {
+		switch {
+		case i == 0:
+			if !strings.HasPrefix(rest, part) {
+				return false
+			}
+			rest = rest[len(part):]
+		case i == last:
+			// The secret before this part: at least one byte.
+			return len(rest) > len(part) && strings.HasSuffix(rest, part)
+		default:
+			// A secret (at least one byte), then this part.
+			if rest == "" {
+				return false
+			}
+			j := strings.Index(rest[1:], part)
+			if j < 0 {
+				return false
+			}
+			rest = rest[1+j+len(part):]
+		}
+	}
+	return true
 }
 
 // recAttr is one recorded attribute as compared.
@@ -762,6 +804,9 @@ type recAttr struct {
 func newQuery(rec Element) query {
 	q := query{rec: rec, name: normSpace(rec.Name), path: stripPositions(rec.XPath)}
 	q.fold = strings.ToLower(q.name)
+	if secretRE.MatchString(q.fold) {
+		q.secretParts = secretRE.Split(q.fold, -1)
+	}
 	for _, k := range narrowAttrs {
 		v, ok := rec.Attrs[k]
 		if !ok {
@@ -818,7 +863,7 @@ func (x *Index) Find(rec Element) Result {
 	}{
 		{ByHash, q.hashIs},
 		{ByStableHash, q.stableIs},
-		{ByRoleName, func(d *desc) bool { return q.fold != "" && d.fold == q.fold && rolesCompatible(rec.Role, d.role) }},
+		{ByRoleName, func(d *desc) bool { return q.fold != "" && q.sameName(d) && rolesCompatible(rec.Role, d.role) }},
 		{ByAttributes, q.attrsAgree},
 		{ByXPath, q.xpathAgrees},
 	}
@@ -880,7 +925,7 @@ func (q query) alikes(x *Index, pool []int) int {
 	n := 0
 	for _, p := range pool {
 		d := &x.all[p]
-		if d.role == q.rec.Role && d.fold == q.fold && d.frame == q.rec.Frame {
+		if d.role == q.rec.Role && q.sameName(d) && d.frame == q.rec.Frame {
 			n++
 		}
 	}
@@ -920,7 +965,7 @@ func (q query) narrow(x *Index, pool, set []int) []int {
 		}
 	}
 	preds = append(preds,
-		func(d *desc) bool { return q.name != "" && d.name == q.name },
+		func(d *desc) bool { return q.name != "" && q.secretParts == nil && d.name == q.name },
 		func(d *desc) bool { return d.role == rec.Role },
 		func(d *desc) bool { return q.path != "" && d.path == q.path },
 	)
@@ -975,7 +1020,7 @@ func (q query) byPosition(x *Index, pool, set []int, conflicts []string) (int, S
 		var alike []int // positions in pool, in index order
 		for i, p := range pool {
 			d := &x.all[p]
-			if d.role == rec.Role && d.fold == q.fold && d.frame == rec.Frame {
+			if d.role == rec.Role && q.sameName(d) && d.frame == rec.Frame {
 				alike = append(alike, i)
 			}
 		}
@@ -1059,7 +1104,7 @@ func (q query) attrsAgree(d *desc) bool {
 			differ++
 		}
 	}
-	if q.fold != "" && d.fold != "" && d.fold != q.fold && !q.testIDAgrees(d) {
+	if q.fold != "" && d.fold != "" && !q.sameName(d) && !q.testIDAgrees(d) {
 		differ++
 	}
 	return agree > 0 && agree > differ
@@ -1081,7 +1126,7 @@ func (q query) xpathAgrees(d *desc) bool {
 	if q.rec.XPath == "" || d.xpath != q.rec.XPath {
 		return false
 	}
-	if q.fold != "" && d.fold != q.fold {
+	if q.fold != "" && !q.sameName(d) {
 		return false
 	}
 	for _, a := range q.attrs {
@@ -1124,7 +1169,7 @@ func (q query) score(d *desc) float64 {
 		}
 	}
 	if q.fold != "" {
-		add(wName, d.fold == q.fold)
+		add(wName, q.sameName(d))
 	}
 	if rec.Role != "" {
 		add(wRole, d.role == rec.Role)

@@ -541,6 +541,19 @@ func TestFindNeverConfidentlyWrong(t *testing.T) {
 			t.Fatalf("a link to another origin: %+v", r)
 		}
 	})
+	t.Run("a name recorded with a scrubbed secret matches around any secret", func(t *testing.T) {
+		rec := Element{Tag: "a", Role: "link", Name: "Account <secret>mail</secret> (<secret>plan</secret>)", Attrs: map[string]string{"href": "/account"}}
+		for name, want := range map[string]bool{
+			"Account ada@example.org (Pro)": true, "ACCOUNT x (y)": true,
+			"Account  (Pro)": false, "Billing ada (Pro)": false, "Account ada": false,
+		} {
+			r := Find(rec, page(el("a", "link", name, "/html/body/a[1]", "href", "/account")))
+			checkInvariants(t, r)
+			if got := r.Unique && r.Strategy == ByRoleName; got != want {
+				t.Errorf("%q: %+v, want found by role_name %v", name, r, want)
+			}
+		}
+	})
 	t.Run("xpath with an inconsistent name is not a match", func(t *testing.T) {
 		from := page(el("button", "button", "Withdraw", "/html/body/main[1]/button[2]", "id", "w"))
 		r := Find(record(t, from, 1), page(el("button", "button", "More actions", "/html/body/main[1]/button[2]", "id", "m")))
