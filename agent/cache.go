@@ -490,6 +490,11 @@ func (a *Agent) fromCache(e *CacheEntry, st *events.BrowserState) (*AgentOutput,
 			}
 			c.Params = p
 			matches[i] = &r
+		}
+		// The Approver hears that no model chose this action now.
+		c.approval = &approvalNote{match: matches[i], note: "from the action cache: a model chose this action in an earlier run on this page; no model call now"}
+		if ca.Element != nil {
+			c.approval.note += fmt.Sprintf("; its element was found again by %s", matches[i].Strategy)
 		} else if spec.TargetsIndex && paramIndex(c.Params) > 0 {
 			return nil, nil, fmt.Sprintf("action %d (%s) has an index but no recorded element", i+1, c.Name)
 		}

@@ -815,3 +815,69 @@ func TestDirCachePrunes(t *testing.T) {
 		t.Fatalf("left %v, want %v", left, want)
 	}
 }
+
+// A cached step that runs out of time (a busy machine: the click blocks
+// until the step's deadline) keeps its entry: only an action the page
+// refused empties it. The next run hits both steps again.
+func TestCacheTimedOutHitKeepsItsEntry(t *testing.T) {
+	cache := newDirCache(t, t.TempDir())
+	cacheRun(t, cache, cacheSite(false, false), "scripted", cacheFill, cachePlan, cacheDone)
+
+	b := agenttest.New(t, cacheSite(false, false)...)
+	b.Block(events.ClickElement.Name)
+	model := scripted.New([]scripted.Step{{Action: "done", Params: map[string]any{"text": "too slow", "success": false}}})
+	set := settings(t)
+	set.Cache = cache
+	set.StepTimeout = 3 * time.Second
+	a := newAgent(t, cacheTask, model, b, set)
+	res := run(t, a, model)
+	if res.Cache.Hits != 1 {
+		t.Fatalf("blocked run: cache %+v", *res.Cache)
+	}
+	if it := a.History().Items[1]; it.Source != agent.SourceCache || it.Actions[len(it.Actions)-1].Error == "" {
+		t.Fatalf("the cached step should have timed out on its click: %+v", it.Actions)
+	}
+	res, m, _, _ := cacheRun(t, cache, cacheSite(false, false), "scripted", cacheDone)
+	if res.Cache.Hits != 2 || len(m.Requests()) != 1 {
+		t.Fatalf("after the timeout: cache %+v, %d model calls; the entry was dropped", *res.Cache, len(m.Requests()))
+	}
+}
+
+// The Approver hears that a cached action is the cache's: a Note, and for
+// an element action how its element was found.
+func TestCacheTellsTheApprover(t *testing.T) {
+	cache := newDirCache(t, t.TempDir())
+	cacheRun(t, cache, cacheSite(false, false), "scripted", cacheFill, cachePlan, cacheDone)
+	var mu sync.Mutex
+	var reqs []agent.ApprovalRequest
+	b := agenttest.New(t, cacheSite(false, false)...)
+	model := scripted.New([]scripted.Step{cacheDone})
+	set := settings(t)
+	set.Cache = cache
+	set.Approver = agent.ApproverFunc(func(_ context.Context, r agent.ApprovalRequest) (agent.Decision, error) {
+		mu.Lock()
+		reqs = append(reqs, r)
+		mu.Unlock()
+		return agent.Decision{Allow: true}, nil
+	})
+	res := run(t, newAgent(t, cacheTask, model, b, set), model)
+	if res.Cache.Hits != 2 {
+		t.Fatalf("cache %+v", *res.Cache)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	cached := 0
+	for _, r := range reqs {
+		if r.Step == 1 || r.Step == 2 {
+			cached++
+			if !strings.Contains(r.Note, "from the action cache") || r.Match == nil || !r.Match.Unique {
+				t.Fatalf("step %d %s: note %q match %+v", r.Step, r.Action, r.Note, r.Match)
+			}
+		} else if r.Note != "" {
+			t.Fatalf("step %d %s (not cached): note %q", r.Step, r.Action, r.Note)
+		}
+	}
+	if cached != 5 {
+		t.Fatalf("%d cached actions asked the Approver, want 5", cached)
+	}
+}
