@@ -3,8 +3,12 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,5 +159,70 @@ func logSteps(t *testing.T, h *agent.History) {
 			acts = append(acts, a.Name+" "+a.Duration.Round(time.Millisecond).String())
 		}
 		t.Logf("step %d %-6s %6s observe %s model %s actions %s %v %s", it.Step, it.Source, it.EndedAt.Sub(it.StartedAt).Round(time.Millisecond), it.ObserveTime.Round(time.Millisecond), it.ModelTime.Round(time.Millisecond), it.ActionsTime.Round(time.Millisecond), acts, it.Error)
+	}
+}
+
+// A recorded final done that the done check holds back on replay (the
+// save it reports now fails) is not replayed again: the heal model is
+// asked to finish, and its accepted done ends the replay, marked healed
+// and not replayed.
+func TestReplayHeldBackFinalDoneHealed(t *testing.T) {
+	var fail atomic.Bool
+	mux := http.NewServeMux()
+	mux.HandleFunc("/save", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><html><head><title>Profile</title></head><body><h1>Profile</h1>`+
+			`<button id="save" onclick="fetch('/api/profile', {method: 'POST', body: 'name=Ada'}).catch(() => {})">Save</button></body></html>`)
+	})
+	mux.HandleFunc("/api/profile", func(w http.ResponseWriter, _ *http.Request) {
+		if fail.Load() {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	_, s := newSession(t)
+	model := scripted.New([]scripted.Step{
+		{WaitForLabel: "Save", Action: "click", Label: "Save"},
+		{Action: "done", Params: map[string]any{"text": "Saved the profile", "success": true}},
+	})
+	a := newAgent(t, "Open "+srv.URL+"/save and save the profile.", model, s, settings(t))
+	if res := runAgent(t, a); !res.Done || !res.Success {
+		t.Fatalf("recording: %+v", res)
+	}
+	rec := a.History()
+
+	// The replay's own origin: the browser is still on the recorded page.
+	srv2 := httptest.NewServer(mux)
+	t.Cleanup(srv2.Close)
+	fail.Store(true)
+	healer := scripted.New([]scripted.Step{
+		{Action: "scroll", Params: map[string]any{"down": true}},
+		{Action: "done", Params: map[string]any{"text": "The save failed (422)", "success": false}},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	rr, err := agent.Replay(ctx, s, rec, agent.ReplayOptions{Settings: agent.Settings{RunDir: t.TempDir()}, Model: healer, Rebase: map[string]string{srv.URL: srv2.URL}})
+	if rr != nil {
+		logSteps(t, rr.History)
+	}
+	if err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	if !rr.Result.Done || rr.Result.Success || rr.Result.FinalText != "The save failed (422)" {
+		t.Fatalf("result %+v, want the heal's done", rr.Result)
+	}
+	if rr.ModelCalls != 2 || len(healer.Errors()) > 0 {
+		t.Fatalf("model calls %d (errors %v), want 2", rr.ModelCalls, healer.Errors())
+	}
+	var done *agent.ReplayedAction
+	for i := range rr.Actions {
+		if rr.Actions[i].Name == "done" {
+			done = &rr.Actions[i]
+		}
+	}
+	if done == nil || !done.Healed || done.Replayed || done.RunStep == 0 {
+		t.Fatalf("done %+v, want healed by the heal's own done", done)
 	}
 }

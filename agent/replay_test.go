@@ -12,11 +12,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/agenttest"
+	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/scripted"
 	"github.com/browseragent/browseragent/events"
 )
@@ -602,7 +604,32 @@ func TestReplayExtractNeedsModel(t *testing.T) {
 	if !errors.As(err, &re) || !errors.Is(err, agent.ErrReplayNeedsModel) || re.Step != 2 || re.Name != "extract" {
 		t.Fatalf("err %v", err)
 	}
+	// With Settings.ExtractModel the extract runs, and its call counts.
+	b = agenttest.New(t, rpSite(rpOrigin, "v1")...)
+	opt := replayOpts(t)
+	em := &textModel{text: "100k"}
+	opt.Settings.ExtractModel = em
+	rr, err := agent.Replay(replayCtx(t), b, h, opt)
+	if err != nil {
+		t.Fatalf("with an extract model: %v", err)
+	}
+	if rr.ModelCalls != 1 || em.calls.Load() != 1 {
+		t.Fatalf("model calls %d (extract model called %d times), want 1", rr.ModelCalls, em.calls.Load())
+	}
 }
+
+// textModel answers every call with text.
+type textModel struct {
+	text  string
+	calls atomic.Int64
+}
+
+func (m *textModel) Generate(context.Context, llm.Request) (*llm.Response, error) {
+	m.calls.Add(1)
+	return &llm.Response{Content: m.text}, nil
+}
+
+func (m *textModel) Name() string { return "text" }
 
 // A recorded switch_tab names its tab by the page it showed: on replay the
 // tab back to the form is found again and switched to.
