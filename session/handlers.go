@@ -379,12 +379,10 @@ func (s *Session) settle(ctx context.Context, before events.Evidence) events.Evi
 	case err != nil || s.profile.NoRequestEvidence || before.RequestMark == 0:
 		wait()
 	default:
-		answered := s.renderTurn(ctx, cs, bound)
+		answered := s.renderTurn(ctx, cs, id, before.RequestMark, bound)
 		s.net.caughtUp(ctx, 20*time.Millisecond)
 		switch {
 		case s.net.navigationSince(id, before.RequestMark):
-			// (The probe fails too when the navigation replaced the
-			// document under it.)
 			s.awaitDocument(ctx, id, before.RequestMark, bound)
 		case !answered:
 			wait()
@@ -394,17 +392,39 @@ func (s *Session) settle(ctx context.Context, before events.Evidence) events.Evi
 	return s.evidence(ctx)
 }
 
-// renderTurn runs renderTurnJS in the tab until bound; it reports whether
-// the page answered.
-func (s *Session) renderTurn(ctx context.Context, cs *cdp.Session, bound time.Time) bool {
+// renderTurn runs renderTurnJS in tab id until bound; it reports whether
+// the page answered. It gives up early, answering false, when the tab
+// signals a navigation after mark: a navigating page does not answer
+// until its document is replaced.
+func (s *Session) renderTurn(ctx context.Context, cs *cdp.Session, id target.ID, mark uint64, bound time.Time) bool {
+	defer Phase(ctx, "settle_probe", time.Now())
+	s.net.caughtUp(ctx, 20*time.Millisecond)
+	if s.net.navigationSince(id, mark) {
+		return false
+	}
 	probe, cancel := context.WithDeadline(ctx, bound)
 	defer cancel()
-	return pagejs.Evaluate(probe, cs, renderTurnJS, nil) == nil
+	answer := make(chan error, 1)
+	go func() { answer <- pagejs.Evaluate(probe, cs, renderTurnJS, nil) }()
+	for {
+		ch := s.net.changes()
+		if s.net.navigationSince(id, mark) {
+			cancel()
+			<-answer // the call returns at once when cancelled
+			return false
+		}
+		select {
+		case err := <-answer:
+			return err == nil
+		case <-ch:
+		}
+	}
 }
 
 // awaitDocument waits, until bound, for a navigation request of tab id
 // to be recorded after mark.
 func (s *Session) awaitDocument(ctx context.Context, id target.ID, mark uint64, bound time.Time) {
+	defer Phase(ctx, "settle_document", time.Now())
 	t := time.NewTimer(time.Until(bound))
 	defer t.Stop()
 	for {
