@@ -25,6 +25,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -287,11 +288,11 @@ func Load(path string) (*Data, error) {
 	}
 	sort.Slice(d.Kinds, func(i, j int) bool { return d.Kinds[i].Kind < d.Kinds[j].Kind })
 	addEvidence(dir, d.Steps)
-	var cache *agent.CacheStats
+	runList := d.Tasks
 	if d.Run != nil {
-		cache = d.Run.Cache
+		runList = append(slices.Clone(d.Tasks), *d.Run)
 	}
-	d.Sources = sumSources(d.Steps, calls, cache)
+	d.Sources = sumSources(d.Steps, calls, sumCache(runList...))
 	d.Frames, d.FramesTotal = loadFrames(filepath.Join(dir, FramesDir))
 	return d, nil
 }

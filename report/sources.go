@@ -6,6 +6,7 @@ import (
 
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/match"
+	"github.com/browseragent/browseragent/trace"
 )
 
 // Sources sums up where a run's steps came from: the model, a replayed
@@ -16,14 +17,33 @@ type Sources struct {
 	// or the action cache answered: each saved one (step 0, the initial
 	// actions, never asks a model and is not counted).
 	Saved int
-	// Cache is the run's action cache counts (trace.Run.Cache); nil when
-	// the cache was off.
+	// Cache is the action cache counts (trace.Run.Cache) summed over the
+	// trace's runs (a driven session records one per task); nil when the
+	// cache was off in all of them.
 	Cache *agent.CacheStats
 }
 
 // Shown reports whether the summary says anything a plain model run does
 // not: a step from elsewhere than the model, or the cache on.
 func (s Sources) Shown() bool { return s.Replayed+s.Healed+s.Cached > 0 || s.Cache != nil }
+
+// sumCache sums the runs' action cache counts; nil when none has any.
+func sumCache(runs ...trace.Run) *agent.CacheStats {
+	var sum *agent.CacheStats
+	for _, r := range runs {
+		if r.Cache == nil {
+			continue
+		}
+		if sum == nil {
+			sum = &agent.CacheStats{}
+		}
+		sum.Hits += r.Cache.Hits
+		sum.Misses += r.Cache.Misses
+		sum.Invalidated += r.Cache.Invalidated
+		sum.Stored += r.Cache.Stored
+	}
+	return sum
+}
 
 // stepKey names a step in a trace that may hold several tasks' runs.
 type stepKey struct{ run, step int }
@@ -68,25 +88,31 @@ func sourceLabel(src agent.StepSource) string {
 }
 
 // matchText words how a replayed or cached action's element was found:
-// "found by stable_hash, score 0.93", "ambiguous: chosen by position,
-// score 0.60", "not found".
+// "found by stable_hash, score 0.93", "ambiguous: several elements match;
+// chosen by position, score 0.60", "not found", ...
 func matchText(r *match.Result) string {
 	if r == nil {
 		return ""
 	}
 	switch {
-	case r.Found() && r.Ambiguous:
+	case r.Found() && r.Ambiguous && (r.Strategy == match.ByPosition || r.Strategy == match.ByXPath):
 		return fmt.Sprintf("ambiguous: several elements match; chosen by %s, score %.2f", r.Strategy, r.Score)
+	case r.Found() && r.Ambiguous:
+		return fmt.Sprintf("ambiguous: found by %s but agrees with little of the recording, score %.2f", r.Strategy, r.Score)
+	case r.Found() && r.Score < match.WeakScore:
+		return fmt.Sprintf("found by %s, weak: score %.2f", r.Strategy, r.Score)
 	case r.Found():
 		return fmt.Sprintf("found by %s, score %.2f", r.Strategy, r.Score)
+	case r.Ambiguous && r.Outscored && len(r.Candidates) > 0:
+		return fmt.Sprintf("ambiguous: signals disagree: element %d agrees with more of the recording; none chosen", r.Candidates[0].Index)
 	case r.Ambiguous:
 		return "ambiguous: several elements match and none could be chosen"
 	}
 	return "not found"
 }
 
-// matchClass is the match line's class: match-ambiguous, match-missing or
-// match-unique.
+// matchClass is the match line's class: match-ambiguous, match-missing,
+// match-weak (found, a score under match.WeakScore) or match-unique.
 func matchClass(r *match.Result) string {
 	switch {
 	case r == nil:
@@ -95,6 +121,8 @@ func matchClass(r *match.Result) string {
 		return "match-ambiguous"
 	case !r.Found():
 		return "match-missing"
+	case r.Score < match.WeakScore:
+		return "match-weak"
 	}
 	return "match-unique"
 }

@@ -66,9 +66,9 @@ func TestReportShowsSourcesAndMatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Sources{Model: 1, Replayed: 3, Healed: 1, Cached: 1, Saved: 3, Cache: d.Run.Cache}
-	if d.Sources != want {
-		t.Fatalf("sources %+v, want %+v", d.Sources, want)
+	want := Sources{Model: 1, Replayed: 3, Healed: 1, Cached: 1, Saved: 3, Cache: d.Sources.Cache}
+	if d.Sources != want || d.Sources.Cache == nil || *d.Sources.Cache != *d.Run.Cache {
+		t.Fatalf("sources %+v (cache %+v), want %+v (cache %+v)", d.Sources, d.Sources.Cache, want, d.Run.Cache)
 	}
 	out := filepath.Join(filepath.Dir(path), "report.html")
 	if err := WriteFile(path, out); err != nil {
@@ -159,5 +159,65 @@ func TestReportWithoutSourcesShowsNone(t *testing.T) {
 	}
 	if html := b.String(); strings.Contains(html, `id="sources"`) || strings.Contains(html, "badge source") || strings.Contains(html, `class="match`) {
 		t.Fatal("a model run's report shows sources or matches")
+	}
+}
+
+// A driven session's trace holds a run record per task: the cache counts
+// are summed over them, as the steps are.
+func TestReportSumsCacheOverRuns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	w, err := trace.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		typ  string
+		data any
+	}{
+		{trace.TypeStep, trace.Step{Step: 1, Source: agent.SourceCache, Actions: []trace.Action{{Name: "click", Params: json.RawMessage(`{"index":1}`)}}}},
+		{trace.TypeRun, trace.Run{Task: "first", Done: true, Steps: 1, Cache: &agent.CacheStats{Hits: 1, Misses: 2, Stored: 2}}},
+		{trace.TypeStep, trace.Step{Step: 1, Source: agent.SourceCache, Actions: []trace.Action{{Name: "click", Params: json.RawMessage(`{"index":1}`)}}}},
+		{trace.TypeRun, trace.Run{Task: "second", Done: true, Steps: 1}},
+		{trace.TypeStep, trace.Step{Step: 1, Source: agent.SourceCache, Actions: []trace.Action{{Name: "click", Params: json.RawMessage(`{"index":1}`)}}}},
+		{trace.TypeRun, trace.Run{Task: "third", Done: true, Steps: 1, Cache: &agent.CacheStats{Hits: 2, Misses: 1, Invalidated: 1}}},
+	} {
+		if err := w.Write(r.typ, r.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := d.Sources.Cache; d.Sources.Cached != 3 || c == nil || *c != (agent.CacheStats{Hits: 3, Misses: 3, Invalidated: 1, Stored: 2}) {
+		t.Fatalf("sources %+v cache %+v, want 3 cached, cache summed over the runs", d.Sources, c)
+	}
+}
+
+// The match line says which kind of ambiguity it is, and a unique match
+// on few signals is not shown as a sure one.
+func TestMatchTextAndClass(t *testing.T) {
+	for _, c := range []struct {
+		r           match.Result
+		text, class string
+	}{
+		{match.Result{Index: 3, Strategy: match.ByHash, Score: 1, Unique: true}, "found by hash, score 1.00", "match-unique"},
+		{match.Result{Index: 3, Strategy: match.ByAttributes, Score: 0.64, Unique: true}, "found by attributes, weak: score 0.64", "match-weak"},
+		{match.Result{Index: 3, Strategy: match.ByPosition, Score: 0.6, Ambiguous: true}, "ambiguous: several elements match; chosen by position, score 0.60", "match-ambiguous"},
+		{match.Result{Index: 3, Strategy: match.ByAttributes, Score: 0.5, Ambiguous: true}, "ambiguous: found by attributes but agrees with little of the recording, score 0.50", "match-ambiguous"},
+		{match.Result{Ambiguous: true, Outscored: true, Candidates: []match.Candidate{{Index: 8, Score: 0.9}, {Index: 2, Score: 0.7}}},
+			"ambiguous: signals disagree: element 8 agrees with more of the recording; none chosen", "match-ambiguous"},
+		{match.Result{Ambiguous: true, Candidates: []match.Candidate{{Index: 8, Score: 0.6}}}, "ambiguous: several elements match and none could be chosen", "match-ambiguous"},
+		{match.Result{}, "not found", "match-missing"},
+	} {
+		if got := matchText(&c.r); got != c.text {
+			t.Errorf("%+v: text %q, want %q", c.r, got, c.text)
+		}
+		if got := matchClass(&c.r); got != c.class {
+			t.Errorf("%+v: class %q, want %q", c.r, got, c.class)
+		}
 	}
 }

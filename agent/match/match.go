@@ -189,6 +189,9 @@ type Result struct {
 	// Never both.
 	Unique    bool `json:"unique,omitempty"`
 	Ambiguous bool `json:"ambiguous,omitempty"`
+	// Outscored tells the second kind of Ambiguous: the signals
+	// disagreed (Index 0, Candidates[0] agrees with more).
+	Outscored bool `json:"outscored,omitempty"`
 	// Candidates are the best elements considered, best first (at most
 	// MaxCandidates; the chosen one always among them), for error messages
 	// and the trace.
@@ -893,7 +896,7 @@ func (x *Index) Find(rec Element) Result {
 				// Signals disagree: another element agrees with more of
 				// the recording than the one this strategy singled out
 				// (a renamed control and a new one with its old name).
-				res.Ambiguous = true
+				res.Ambiguous, res.Outscored = true, true
 				break
 			}
 			chosen, res.Strategy = set[0], t.s

@@ -362,7 +362,7 @@ func TestFindNeverConfidentlyWrong(t *testing.T) {
 		rec := record(t, page(twin(1), twin(2)), 1)
 		r := Find(rec, page(el("a", "link", "Home", "/html/body/a[1]"), twin(1), twin(2)))
 		checkInvariants(t, r)
-		if r.Index != 2 || r.Strategy != ByPosition || r.Unique || !r.Ambiguous {
+		if r.Index != 2 || r.Strategy != ByPosition || r.Unique || !r.Ambiguous || r.Outscored {
 			t.Fatalf("got %+v, want the first twin (2) by position, ambiguous", r)
 		}
 	})
@@ -427,7 +427,7 @@ func TestFindNeverConfidentlyWrong(t *testing.T) {
 			el("button", "button", "Apply now", "/html/body/main[1]/form[1]/button[1]", "type", "submit", "id", "apply-btn", "name", "apply", "class", "btn primary"))
 		r := Find(record(t, from, 1), to)
 		checkInvariants(t, r)
-		if r.Found() || r.Unique || !r.Ambiguous || len(r.Candidates) != 2 || r.Candidates[0].Index != 2 {
+		if r.Found() || r.Unique || !r.Ambiguous || !r.Outscored || len(r.Candidates) != 2 || r.Candidates[0].Index != 2 {
 			t.Fatalf("got %+v, want no choice, ambiguous, the renamed control first", r)
 		}
 	})
