@@ -111,3 +111,12 @@ func TestReplayMapTab(t *testing.T) {
 		t.Error("a tab open twice was mapped to one of them")
 	}
 }
+
+// The step budget gives every recorded action its own step (a fence may
+// cut any batch) and every recorded step its heals.
+func TestReplayBudget(t *testing.T) {
+	steps := []recStep{{actions: make([]recAction, 3)}, {actions: make([]recAction, 1)}}
+	if got, want := replayBudget(steps, 3), (3+3+1)+(1+3+1)+2; got != want {
+		t.Fatalf("budget %d, want %d", got, want)
+	}
+}
