@@ -36,7 +36,10 @@
 //
 // Names compare after collapsing whitespace runs and ignoring case (CSS
 // text-transform and copy edits change case, not meaning); the exact case
-// only breaks ties between look-alikes. Hashes use the exact name.
+// only breaks ties between look-alikes. Hashes use the exact name. A
+// recorded name holding the agent's secret placeholder (<secret>k</secret>,
+// written where the element showed a secret) matches a name with any
+// non-empty text in its place.
 //
 // # Wrong answers cost more than none
 //
@@ -117,9 +120,9 @@ type Element struct {
 	Hash       string `json:"hash,omitempty"`
 	StableHash string `json:"stable_hash,omitempty"`
 	// Ordinal is the element's 1-based position, in index order, among the
-	// observation's elements with the same tag, role and name (ignoring
-	// case); Similar is how many such elements there were (1: it was
-	// unique).
+	// observation's elements in its frame with the same tag, role and
+	// name (ignoring case); Similar is how many such elements there were
+	// (1: it was unique).
 	Ordinal int `json:"ordinal,omitempty"`
 	Similar int `json:"similar,omitempty"`
 	// Distinct names what told the element apart from its look-alikes
