@@ -226,3 +226,67 @@ func TestReplayHeldBackFinalDoneHealed(t *testing.T) {
 		t.Fatalf("done %+v, want healed by the heal's own done", done)
 	}
 }
+
+// A step's element that appears only once a slow image loaded is awaited
+// while the image is pending, though the page does not change meanwhile
+// (longer than the quiet rule would wait on a page with nothing loading).
+func TestReplaySettleWaitsForPendingRequests(t *testing.T) {
+	const delay = 6 * time.Second // above the quiet rule: max(1 s, 20 s/5)
+	var slow atomic.Bool
+	mux := http.NewServeMux()
+	mux.HandleFunc("/form", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		body := `<a id="send" href="/thanks">Send</a>`
+		if slow.Load() {
+			// The image starts loading after the load event, so the
+			// navigation does not wait for it.
+			body = `<script>function add() { document.body.insertAdjacentHTML('beforeend', '<a id="send" href="/thanks">Send</a>'); }` +
+				`window.addEventListener('load', () => { const i = document.createElement('img'); i.alt = ''; i.onload = i.onerror = add; i.src = '/slow.png'; document.body.appendChild(i); });</script>`
+		}
+		fmt.Fprint(w, `<!doctype html><html><head><title>Form</title></head><body><h1>Form</h1>`+body+`</body></html>`)
+	})
+	mux.HandleFunc("/slow.png", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(delay):
+		}
+		w.WriteHeader(http.StatusNotFound)
+	})
+	mux.HandleFunc("/thanks", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><html><head><title>Thanks</title></head><body><h1>Thanks</h1></body></html>`)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	_, s := newSession(t)
+	model := scripted.New([]scripted.Step{
+		{WaitForLabel: "Send", Action: "click", Label: "Send"},
+		{Action: "done", Params: map[string]any{"text": "sent", "success": true}},
+	})
+	a := newAgent(t, "Open "+srv.URL+"/form and send it.", model, s, settings(t))
+	if res := runAgent(t, a); !res.Done || !res.Success {
+		t.Fatalf("recording: %+v", res)
+	}
+	rec := a.History()
+
+	srv2 := httptest.NewServer(mux)
+	t.Cleanup(srv2.Close)
+	slow.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	rr, err := agent.Replay(ctx, s, rec, agent.ReplayOptions{
+		Settings:      agent.Settings{RunDir: t.TempDir()},
+		Rebase:        map[string]string{srv.URL: srv2.URL},
+		SettleTimeout: 20 * time.Second,
+	})
+	if rr != nil {
+		logSteps(t, rr.History)
+	}
+	if err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	if !rr.Result.Done || !rr.Result.Success {
+		t.Fatalf("result %+v", rr.Result)
+	}
+}
