@@ -375,3 +375,24 @@ func TestReplayWaitCapped(t *testing.T) {
 		t.Fatalf("wait events %+v, want one of 1s", ws)
 	}
 }
+
+// A denial by the approval policy ends the replay without a heal, and is
+// errors.Is ErrDenied as well as ErrReplayOutcome.
+func TestReplayDenialIsErrDenied(t *testing.T) {
+	h := record(t, agent.Settings{}, "Ada")
+	b := agenttest.New(t, rpSite(rpOrigin, "v1")...)
+	opt := replayOpts(t)
+	opt.Settings.Approver = agent.DenyRisks{agent.RiskSubmit: "no submitting in this test"}
+	opt.Model = scripted.New([]scripted.Step{{Action: "scroll"}})
+	rr, err := agent.Replay(replayCtx(t), b, h, opt)
+	var re *agent.ReplayError
+	if !errors.As(err, &re) || !errors.Is(err, agent.ErrDenied) || !errors.Is(err, agent.ErrReplayOutcome) || re.Name != "click" {
+		t.Fatalf("err %v, want the click's denial", err)
+	}
+	if !strings.Contains(err.Error(), "no submitting in this test") {
+		t.Fatalf("message %q lacks the reason", err)
+	}
+	if rr.ModelCalls != 0 || len(clicks(b)) != 0 {
+		t.Fatalf("model calls %d, clicks %v; want none", rr.ModelCalls, clicks(b))
+	}
+}
