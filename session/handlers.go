@@ -359,9 +359,11 @@ var renderTurnJS string
 // recording (Profile.NoRequestEvidence) there are no signals to trust,
 // and when the page does not answer the probe within settleDelay (a
 // dialog holds it, a busy script), the look is taken after settleDelay,
-// as before. A navigation a script starts on a timer later than that is
-// not this action's verdict with either rule: the next observation shows
-// it.
+// as before. The price: a navigation a handler starts on a timer of its
+// own (setTimeout with a delay beyond the probe's frame) was this
+// action's verdict when it started within 150 ms and is not now; the next
+// observation shows the new page. A timer cannot be seen from outside
+// the page without patching its setTimeout, which pages can detect.
 func (s *Session) settle(ctx context.Context, before events.Evidence) events.Evidence {
 	t0 := time.Now()
 	bound := t0.Add(settleDelay)
