@@ -41,8 +41,10 @@ package agent
 //     accepts navigated (a site that now reloads instead of re-rendering);
 //     a recorded "" (actions without evidence) accepts anything but failed;
 //     an action that sets a field's value (input, select_dropdown,
-//     upload_file) recorded as changed also accepts no_change. A replayed
-//     done that the done check holds back fails. Otherwise (e.g. expected
+//     upload_file) recorded as changed also accepts no_change; navigate
+//     accepts anything but failed (a tab already at the URL reloads it
+//     without a URL change). A replayed done that the done check holds
+//     back fails. Otherwise (e.g. expected
 //     navigated, got no_change) the step failed (HistoryItem.Error). The
 //     batch goes on after such an action as in a Run: every action that
 //     ran is accounted (RunStep, Got), the first failure is the step's.

@@ -120,3 +120,29 @@ func TestReplayBudget(t *testing.T) {
 		t.Fatalf("budget %d, want %d", got, want)
 	}
 }
+
+// A replayed action's verdict agrees with the recorded one by the rules of
+// compatibleVerdict; a navigate in a browser already at its URL reloads
+// the page without a URL change and still did what was recorded.
+func TestReplayCompatibleVerdict(t *testing.T) {
+	for _, c := range []struct {
+		action    string
+		want, got events.Verdict
+		ok        bool
+	}{
+		{"click", events.VerdictNavigated, events.VerdictNavigated, true},
+		{"click", events.VerdictNavigated, events.VerdictNoChange, false},
+		{"click", events.VerdictChanged, events.VerdictNavigated, true},
+		{"click", events.VerdictChanged, events.VerdictNoChange, false},
+		{"input", events.VerdictChanged, events.VerdictNoChange, true},
+		{"click", events.VerdictNoChange, events.VerdictChanged, true},
+		{"click", events.VerdictNoChange, events.VerdictFailed, false},
+		{"navigate", events.VerdictNavigated, events.VerdictNoChange, true},
+		{"navigate", events.VerdictNavigated, events.VerdictChanged, true},
+		{"navigate", events.VerdictNavigated, events.VerdictFailed, false},
+	} {
+		if got := compatibleVerdict(c.action, c.want, c.got); got != c.ok {
+			t.Errorf("compatibleVerdict(%s, want %s, got %s) = %v, want %v", c.action, c.want, c.got, got, c.ok)
+		}
+	}
+}
