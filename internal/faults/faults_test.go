@@ -350,8 +350,10 @@ func (f busRecorder) Observe(r bus.Record) {
 	}
 }
 
-// pageRun runs "press hello" on a page that stops yielding 300 ms after it
-// loads, and returns the result, the prompts and how long the run took.
+// pageRun runs "press hello" on a page that stops yielding as soon as it
+// has loaded (the navigation is ready at load, so a page that waited longer
+// could be observed before it turned bad), and returns the result, the
+// prompts and how long the run took.
 func pageRun(t *testing.T, page string) (*agent.Result, []llm.Request, time.Duration) {
 	t.Helper()
 	srv := fixture(t)
