@@ -471,7 +471,47 @@ func (s *serializer) looseLabel(n *Node) string {
 			break // a crowded parent: do not look further up
 		}
 	}
-	return ""
+	return rowHeader(n)
+}
+
+// rowHeader is the label of a form laid out in a table: the text of the
+// header cell of the control's row (a <th> before the control's cell, else
+// the row's first cell when it holds no control), "" when the control is
+// not in a table cell or that cell is its own.
+func rowHeader(n *Node) string {
+	cell := n.Parent
+	for hops := 0; cell != nil && cell.Type == ElementNode && cell.Tag != "td" && cell.Tag != "th"; hops++ {
+		if hops >= 2 {
+			return ""
+		}
+		cell = cell.Parent
+	}
+	if cell == nil || cell.Type != ElementNode || cell.Parent == nil || cell.Parent.Tag != "tr" {
+		return ""
+	}
+	var first, th *Node
+	for _, c := range cell.Parent.Children {
+		if c == cell {
+			break
+		}
+		if c.Type != ElementNode || c.Tag != "td" && c.Tag != "th" {
+			continue
+		}
+		if first == nil {
+			first = c
+		}
+		if c.Tag == "th" {
+			th = c
+		}
+	}
+	h := th
+	if h == nil {
+		h = first
+	}
+	if h == nil || hasFormControlDescendant(h, 4) {
+		return ""
+	}
+	return strings.TrimSpace(collapseSpace(visibleText(h, 100)))
 }
 
 // identHint gives a nameless element something to be told apart by: a test

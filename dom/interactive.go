@@ -75,9 +75,14 @@ func truthy(v string) bool {
 //     required/autocomplete/keyshortcuts set: yes
 //  7. native tags button, input, select, textarea, a, details, summary, option, optgroup: yes
 //  8. onclick/onmousedown/onmouseup/onkeydown/onkeyup/tabindex attributes: yes
-//  9. role attribute or AX role in the interactive role set (AX adds listbox): yes
-//  10. icon-sized (10–50 px both ways) with class/role/onclick/data-action/aria-label: yes
-//  11. computed cursor: pointer: yes
+//  9. a table row or cell (tr, td, th, or role/AX role row, cell,
+//     rowheader, columnheader): yes only inside a grid or treegrid (role
+//     or AX role on an ancestor) or with its own cursor: pointer (not
+//     inherited from its parent); a plain table's rows and cells are
+//     layout, however the AX tree calls them
+//  10. role attribute or AX role in the interactive role set (AX adds listbox): yes
+//  11. icon-sized (10–50 px both ways) with class/role/onclick/data-action/aria-label: yes
+//  12. computed cursor: pointer: yes
 func IsInteractive(n *Node) bool {
 	if n == nil || n.Type != ElementNode || n.Tag == "html" {
 		return false
@@ -154,6 +159,11 @@ func IsInteractive(n *Node) bool {
 			return true
 		}
 	}
+	if tablePart(n) {
+		// A table's rows and cells are layout unless the table is a grid
+		// (rules above decided listeners, handlers, tabindex and AX states).
+		return inGrid(n) || ownPointer(n)
+	}
 	if r, ok := n.LookupAttr("role"); ok && interactiveRoles[r] {
 		return true
 	}
@@ -194,4 +204,56 @@ func editableAttr(n *Node) bool {
 
 func axEditable(n *Node) bool {
 	return n.AX != nil && truthy(n.AX.Props["editable"])
+}
+
+// tableRoles are the roles of a table's rows and cells; gridcell is not
+// among them (it exists only in grids, so it is always an action).
+var tableRoles = map[string]bool{"row": true, "cell": true, "rowheader": true, "columnheader": true}
+
+// tablePart reports a table row or cell: by tag, role attribute or AX role.
+func tablePart(n *Node) bool {
+	switch n.Tag {
+	case "tr", "td", "th":
+		return true
+	}
+	if r, ok := n.LookupAttr("role"); ok {
+		return tableRoles[strings.ToLower(strings.TrimSpace(r))]
+	}
+	return n.AX != nil && tableRoles[n.AX.Role]
+}
+
+// maxGridHops bounds the walk from a cell up to its grid (cell, row,
+// rowgroup, table: a few levels even with wrappers).
+const maxGridHops = 6
+
+// inGrid reports a row or cell of an interactive grid: an ancestor within
+// a few levels has role grid or treegrid (attribute or AX role).
+func inGrid(n *Node) bool {
+	for p, hops := n.Parent, 0; p != nil && p.Type == ElementNode && hops < maxGridHops; p, hops = p.Parent, hops+1 {
+		r := strings.ToLower(strings.TrimSpace(p.Attr("role")))
+		if r == "" && p.AX != nil {
+			r = p.AX.Role
+		}
+		if r == "grid" || r == "treegrid" {
+			return true
+		}
+		if p.Tag == "table" {
+			return false // the nearest table decides
+		}
+	}
+	return false
+}
+
+// ownPointer reports computed cursor: pointer that the element sets
+// itself: its parent's cursor is not pointer (cells of a clickable row
+// inherit the row's cursor; the row is the action).
+func ownPointer(n *Node) bool {
+	if n.Layout == nil || !n.Layout.HasLayout || n.Layout.Styles.Cursor != "pointer" {
+		return false
+	}
+	p := n.Parent
+	for p != nil && p.Type == ElementNode && (p.Layout == nil || !p.Layout.HasLayout) {
+		p = p.Parent // display:contents wrappers have no layout
+	}
+	return p == nil || p.Layout == nil || p.Layout.Styles.Cursor != "pointer"
 }

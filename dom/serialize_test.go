@@ -160,6 +160,9 @@ func TestInteractivityRules(t *testing.T) {
 		{"role button", E("div").A("role", "button").At(0, 0, 300, 300), true},
 		{"role gridcell", E("div").A("role", "gridcell").At(0, 0, 300, 300), true},
 		{"role presentation", E("div").A("role", "presentation").At(0, 0, 300, 300), false},
+		{"plain table cell", E("td").At(0, 0, 300, 300).AX("cell", ""), false},
+		{"role row outside grid", E("div").A("role", "row").At(0, 0, 300, 300), false},
+		{"row with own pointer", E("tr").At(0, 0, 300, 300).S("cursor", "pointer"), true},
 		{"ax role listbox", E("div").At(0, 0, 300, 300).AX("listbox", ""), true},
 		{"icon sized with class", E("span").A("class", "icon").At(0, 0, 24, 24), true},
 		{"icon sized bare", E("span").At(0, 0, 24, 24), false},
@@ -173,6 +176,36 @@ func TestInteractivityRules(t *testing.T) {
 				t.Fatalf("IsInteractive=%v want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// Cells inherit a clickable row's cursor (the row is the action); a grid's
+// cells are actions; a field is named by its row's header cell.
+func TestTableRowsAndCells(t *testing.T) {
+	res, _ := render(t,
+		E("table",
+			E("tr", E("td", T("A-1")).A("id", "inherit").At(0, 0, 100, 20).S("cursor", "pointer")).
+				A("id", "row").At(0, 0, 300, 20).S("cursor", "pointer"),
+		).At(0, 0, 300, 20),
+		E("table",
+			E("tr", E("td", T("G-1")).A("id", "gcell").At(0, 40, 100, 20)).At(0, 40, 300, 20),
+		).A("role", "grid").At(0, 40, 300, 20),
+		E("table",
+			E("tr", E("th", T("Street")).At(0, 80, 100, 20), E("td", E("input").A("id", "street").At(100, 80, 100, 20)).At(100, 80, 200, 20)).At(0, 80, 300, 20),
+			E("tr", E("td", T("City")).At(0, 100, 100, 20), E("td", E("input").A("id", "city").At(100, 100, 100, 20)).At(100, 100, 200, 20)).At(0, 100, 300, 20),
+			E("tr", E("td", E("input").A("id", "first").At(0, 120, 100, 20)).At(0, 120, 100, 20)).At(0, 120, 300, 20),
+		).At(0, 80, 300, 60),
+	)
+	for id, want := range map[string]bool{"row": true, "inherit": false, "gcell": true} {
+		if got := strings.HasPrefix(strings.TrimSpace(lineWith(res.Text, "id="+id+" ")+lineWith(res.Text, "id="+id)), "["); got != want {
+			t.Errorf("%s indexed=%v, want %v\n%s", id, got, want, res.Text)
+		}
+	}
+	for id, want := range map[string]string{"street": "label=Street", "city": "label=City", "first": ""} {
+		l := lineWith(res.Text, "id="+id)
+		if want == "" && strings.Contains(l, "label=") || !strings.Contains(l, want) {
+			t.Errorf("%s line %q, want %q", id, l, want)
+		}
 	}
 }
 
