@@ -25,6 +25,7 @@ func TestCatalogComplete(t *testing.T) {
 		"DownloadStarted", "DownloadProgress", "FileDownloaded", "DialogOpened", "DialogHandled", "RequestBlocked",
 		"SaveStorageState", "LoadStorageState", "StorageStateSaved", "StorageStateLoaded",
 		"SearchPage", "FindElements", "PrintPDF",
+		"Drag", "ScrollCoordinate", "ReadPDF",
 	}
 	cat := Catalog()
 	if len(cat) != len(want) {
