@@ -149,7 +149,7 @@ func BenchmarkDOMWState(b *testing.B) {
 // finds the candidates (untimed) does not warm the AX cache (AXWait -1), so
 // each option pays Chrome's accessibility cache build.
 func BenchmarkDOMWAX(b *testing.B) {
-	env, s, w := start(b, Config{Timeout: 2 * time.Minute, AXWait: -1})
+	env, s, w := start(b, Config{Timeout: 2 * time.Minute, AXWait: -1, FullCapture: true}) // the candidates need real ids
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	pages, stop := benchPages(b, env.URL)
@@ -167,7 +167,7 @@ func BenchmarkDOMWAX(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					in, _, err := w.gather(ctx, cs, nil)
+					in, _, _, err := w.gather(ctx, cs, nil)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -86,6 +86,15 @@ type Config struct {
 	// are still indexed, without role and accessible name; the cache keeps
 	// building, so the next observation has them. Negative: no AX at all.
 	AXWait time.Duration
+	// FullCapture turns the viewport walker off. By default (false) each
+	// target is read by an in-page walker (walk.go, in an isolated world)
+	// that lists only the nodes within Build.ViewportThreshold (+ WalkSlack)
+	// of the viewport, their ancestors, iframes and file inputs, and counts
+	// the rest; a target whose walk fails is captured in full, as with
+	// FullCapture true: DOM.getDocument + DOMSnapshot.captureSnapshot of the
+	// whole document. A negative Build.ViewportThreshold (no viewport test)
+	// always captures in full.
+	FullCapture bool
 	// Build and Serialize tune the dom package (zero: its defaults).
 	Build     dom.Options
 	Serialize dom.SerializeOptions
@@ -399,10 +408,11 @@ func (w *Watchdog) capture(parent context.Context, s *session.Session, tab strin
 	ctx, cancel := context.WithTimeout(parent, w.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
-	in, main, err := w.gather(ctx, cs, s.FrameTargets(tab))
+	in, main, walks, err := w.gather(ctx, cs, s.FrameTargets(tab))
 	if err != nil {
 		return nil, w.timeoutErr(ctx, err)
 	}
+	defer releaseWalks(ctx, walks)
 	obs := &observation{input: in, page: main}
 	if main.metrics != nil {
 		obs.metrics = pageInfo(main.metrics)
@@ -420,6 +430,8 @@ func (w *Watchdog) capture(parent context.Context, s *session.Session, tab strin
 	if !capturable(in.URL) {
 		return obs, nil
 	}
+	// Walked targets: the nodes AX and the index need get their real ids.
+	resolveWalks(ctx, tree, walks, w.cfg.FullAXMaxElements, w.cfg.AXWait >= 0)
 	if w.cfg.AXWait >= 0 {
 		wait := w.cfg.AXWait
 		if wait == 0 {
@@ -440,6 +452,13 @@ func (w *Watchdog) capture(parent context.Context, s *session.Session, tab strin
 	if err != nil {
 		return obs, err
 	}
+	if resolveIndexed(ctx, res, walks) {
+		// An element indexed without a real id (one no rule foresaw):
+		// its id is resolved now and the text rendered again.
+		if res, err = dom.Serialize(tree, prev, w.cfg.Serialize); err != nil {
+			return obs, err
+		}
+	}
 	obs.res = res
 	obs.elapsed = time.Since(start)
 	w.log.Debug("dom: observation", zap.Int("nodes", tree.NodeCount()), zap.Int("indexed", res.Map.Len()),
@@ -458,7 +477,7 @@ func (w *Watchdog) timeoutErr(ctx context.Context, err error) error {
 // gather captures the page target and each cross-site iframe target in
 // parallel. A frame target that fails (detached meanwhile) is left out; the
 // page target failing is an error.
-func (w *Watchdog) gather(ctx context.Context, cs *cdp.Session, frames []session.AttachedTarget) (*dom.PageInput, *targetCapture, error) {
+func (w *Watchdog) gather(ctx context.Context, cs *cdp.Session, frames []session.AttachedTarget) (*dom.PageInput, *targetCapture, map[string]*walker, error) {
 	caps := make([]*targetCapture, 1+len(frames))
 	errs := make([]error, len(caps))
 	var wg sync.WaitGroup
@@ -473,12 +492,31 @@ func (w *Watchdog) gather(ctx context.Context, cs *cdp.Session, frames []session
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if !w.cfg.FullCapture && w.cfg.Build.ViewportThreshold >= 0 {
+				margin := w.cfg.Build.ViewportThreshold
+				if margin == 0 {
+					margin = domDefaultThreshold
+				}
+				caps[i], errs[i] = captureWalk(ctx, sess, isPage, w.cfg.ListenerScanLimit, margin+WalkSlack)
+				if errs[i] == nil {
+					return
+				}
+				// A weird page must not become an empty one.
+				w.log.Debug("dom: walker failed; full capture", zap.Error(errs[i]))
+			}
 			caps[i], errs[i] = captureTarget(ctx, sess, isPage, w.cfg.ListenerScanLimit, w.cfg.AXWait >= 0)
 		}()
 	}
 	wg.Wait()
+	walks := map[string]*walker{}
+	for _, c := range caps {
+		if c != nil && c.wk != nil {
+			walks[c.in.TargetID] = c.wk
+		}
+	}
 	if errs[0] != nil {
-		return nil, nil, errs[0]
+		releaseWalks(ctx, walks)
+		return nil, nil, nil, errs[0]
 	}
 	main := caps[0]
 	in := &dom.PageInput{Frames: []dom.FrameInput{main.in}}
@@ -497,7 +535,7 @@ func (w *Watchdog) gather(ctx context.Context, cs *cdp.Session, frames []session
 	if in.URL == "" && main.in.Document != nil {
 		in.URL = main.in.Document.DocumentURL
 	}
-	return in, main, nil
+	return in, main, walks, nil
 }
 
 // mergeAX attaches accessibility data: the full tree for small targets

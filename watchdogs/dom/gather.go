@@ -54,6 +54,73 @@ type targetCapture struct {
 	in      dom.FrameInput
 	metrics *page.GetLayoutMetricsResult
 	probe   *probeResult // page target only
+	// wk is the walk when the target was captured by the viewport walker
+	// (nil after a full capture): the tree's ids are synthetic until
+	// resolved through it.
+	wk *walker
+}
+
+// walkTarget captures one target with the viewport walker: the walk, layout
+// metrics, the probe (page only) and the click-listener scan, the last
+// three pipelined as in captureTarget. margin is how far beyond the
+// viewport nodes are listed.
+func captureWalk(ctx context.Context, cs *cdp.Session, isPage bool, listenerLimit int, margin float64) (*targetCapture, error) {
+	metR := cs.Send(ctx, page.CommandGetLayoutMetrics, cdpproto.Empty{})
+	var probeR *cdp.Reply
+	if isPage {
+		probeR = cs.Send(ctx, runtime.CommandEvaluate, runtime.EvaluateParams{Expression: probeJS, ReturnByValue: pagejs.Ptr(true)})
+	}
+	var listeners []cdpproto.BackendNodeID
+	var lwg sync.WaitGroup
+	if listenerLimit > 0 {
+		lwg.Add(1)
+		go func() {
+			defer lwg.Done()
+			listeners = clickListeners(ctx, cs, listenerLimit)
+		}()
+	}
+	wk, werr := walkTarget(ctx, cs, margin)
+	out := &targetCapture{in: dom.FrameInput{
+		TargetID:  string(cs.TargetID()),
+		SessionID: string(cs.ID()),
+		FrameID:   string(cs.TargetID()),
+	}}
+	var met page.GetLayoutMetricsResult
+	if metR.Wait(ctx, &met) == nil {
+		out.metrics = &met
+	}
+	if probeR != nil {
+		var ev runtime.EvaluateResult
+		if probeR.Wait(ctx, &ev) == nil && ev.ExceptionDetails == nil && ev.Result != nil && len(ev.Result.Value) > 0 {
+			var p probeResult
+			if jsonv2.Unmarshal(ev.Result.Value, &p) == nil {
+				out.probe = &p
+			}
+		}
+	}
+	lwg.Wait()
+	if werr != nil {
+		if wk != nil {
+			wk.release(ctx)
+		}
+		return nil, werr
+	}
+	doc, snap, err := wk.input()
+	if err != nil {
+		wk.release(ctx)
+		return nil, err
+	}
+	out.wk = wk
+	out.in.Document = doc
+	out.in.Snapshot = snap
+	out.in.ClickListeners = wk.listeners(ctx, listeners)
+	if out.metrics != nil {
+		out.in.Viewport = viewport(out.metrics)
+	}
+	if out.probe != nil {
+		out.in.Viewport.DPR = out.probe.DPR
+	}
+	return out, nil
 }
 
 // captureTarget captures one target: getDocument and captureSnapshot

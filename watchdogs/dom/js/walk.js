@@ -1,0 +1,179 @@
+// The viewport-scoped walker. Called (in an isolated world) as
+// fn(root, opts) where root is a Document or a ShadowRoot and opts is
+// {margin, styles, ox, oy, vw, vh, shadow, hidden}: ox/oy place root's
+// document in the top-level viewport, vw/vh is that viewport, shadow says
+// root sits inside a shadow tree, hidden that its host has no box.
+// It returns [json, refs]: json is a flat list of node records in
+// document order (shadow roots, light children, content document), each
+// naming its parent record; refs holds the DOM node of every record, so
+// the caller can resolve the ones it indexes. Only nodes within margin of
+// the viewport (plus their ancestors, boxless nodes under such nodes,
+// iframes and file inputs anywhere) are listed; the rest is counted.
+(root, opts) => {
+  const recs = [];
+  const refs = [];
+  const styleNames = opts.styles;
+  const m = opts.margin;
+  const total = { above: 0, below: 0, skipped: 0 };
+  const keep = (r, ox, oy) => {
+    const top = r.top + oy, left = r.left + ox;
+    if (top + r.height < -m) { total.above++; return false; }
+    if (top > opts.vh + m) { total.below++; return false; }
+    return left < opts.vw + m && left + r.width > -m;
+  };
+  // Approximate paint order: a key per node, its stacking ancestors'
+  // keys then [layer, z, order]; sorted at the end into ranks.
+  let order = 0;
+  // Elements that may hold a closed shadow root (the page's script cannot
+  // see one): custom elements, and empty elements of the tags that can.
+  const hostTags = new Set(['article', 'aside', 'blockquote', 'body', 'div', 'footer', 'h1', 'h2', 'h3', 'h4',
+    'h5', 'h6', 'header', 'main', 'nav', 'p', 'section', 'span']);
+  const rectOf = (r, sx, sy) => [r.left + sx, r.top + sy, r.width, r.height];
+
+  // visit lists node n (child of record p) and what it keeps below;
+  // returns true when something was listed. ctx carries the document's
+  // scroll and offset, whether the parent is in range, and the paint key.
+  function visit(n, p, ctx, rel) {
+    const t = n.nodeType;
+    if (t === 3) {
+      if (!ctx.inRange || !/\S/.test(n.data)) return false;
+      const rec = { p, t: 3, v: n.data, k: ctx.key.concat([1, 0, order++]) };
+      {
+        const range = n.ownerDocument.createRange();
+        range.selectNodeContents(n);
+        const rs = range.getClientRects();
+        if (rs.length) {
+          const r = range.getBoundingClientRect();
+          rec.L = rectOf(r, ctx.sx, ctx.sy);
+          rec.S = ctx.styles;
+        }
+      }
+      recs.push(rec); refs.push(null);
+      return true;
+    }
+    if (t !== 1) return false;
+    const el = n;
+    let cs = null;
+    const style = () => cs || (cs = getComputedStyle(el));
+    const rects = el.getClientRects();
+    const hasBox = rects.length > 0;
+    let r = null, inRange;
+    if (hasBox) {
+      r = el.getBoundingClientRect();
+      inRange = keep(r, ctx.ox, ctx.oy);
+    } else {
+      inRange = ctx.inRange;
+    }
+    const tag = el.localName;
+    const isFrame = tag === 'iframe' || tag === 'frame';
+    const always = isFrame || (tag === 'input' && (el.getAttribute('type') || '').toLowerCase() === 'file');
+    const idx = recs.length;
+    const attrs = [];
+    for (const a of el.attributes) attrs.push(a.name, a.value);
+    const rec = { p, t: 1, nn: el.nodeName, ln: tag, a: attrs };
+    if (rel) rec.rel = rel;
+    let key = ctx.key;
+    if (inRange || always) {
+      const z = style().zIndex;
+      if (cs.position !== 'static' || z !== 'auto') {
+        const zi = z === 'auto' ? 0 : parseInt(z, 10) || 0;
+        key = key.concat([zi < 0 ? 0 : zi > 0 ? 3 : 2, zi, order++]);
+        rec.k = key;
+      } else {
+        rec.k = key.concat([1, 0, order++]);
+      }
+    } else {
+      rec.k = key.concat([1, 0, order++]);
+    }
+    recs.push(rec); refs.push(el);
+    if (hasBox) rec.L = rectOf(r, ctx.sx, ctx.sy);
+    const styles = inRange || always ? styleNames.map((s) => cs.getPropertyValue(s)) : null;
+    const fill = () => {
+      const st = style();
+      rec.S = styles || styleNames.map((s) => st.getPropertyValue(s));
+      if (hasBox) {
+        rec.C = [el.clientLeft, el.clientTop, el.clientWidth, el.clientHeight];
+        rec.R = [el.scrollLeft, el.scrollTop, el.scrollWidth, el.scrollHeight];
+        const can = (v) => v === 'auto' || v === 'scroll' || v === 'overlay';
+        if (el !== el.ownerDocument.documentElement &&
+            ((can(st.overflowY) && el.scrollHeight > el.clientHeight) || (can(st.overflowX) && el.scrollWidth > el.clientWidth))) rec.sc = 1;
+      }
+    };
+    if (tag === 'input') {
+      rec.iv = el.value;
+      if (el.checked) rec.ck = 1;
+    } else if (tag === 'textarea') {
+      rec.tv = el.value;
+    } else if (tag === 'option' && el.selected) {
+      rec.os = 1;
+    }
+    const sub = { ox: ctx.ox, oy: ctx.oy, sx: ctx.sx, sy: ctx.sy, inRange, hasBox, styles, key, shadow: ctx.shadow };
+    if (!styles) sub.styles = null;
+    let any = false;
+    const sr = el.shadowRoot;
+    if (sr) {
+      const si = recs.length;
+      recs.push({ p: idx, t: 11, nn: '#document-fragment', sr: sr.mode, k: key }); refs.push(sr);
+      let got = false;
+      for (let c = sr.firstChild; c; c = c.nextSibling) got = visit(c, si, Object.assign({}, sub, { shadow: true }), '') || got;
+      if (!got && !inRange) { recs.length = si; refs.length = si; } else any = true;
+    } else if ((inRange || always) && (tag.includes('-') || (!el.firstChild && hostTags.has(tag)))) {
+      rec.ch = 1; // maybe a closed shadow host: the caller looks
+      rec.o = [ctx.ox, ctx.oy];
+    }
+    for (let c = el.firstChild; c; c = c.nextSibling) any = visit(c, idx, sub, '') || any;
+    if (isFrame) {
+      rec.fr = 1;
+      let doc = null;
+      try { doc = el.contentDocument; } catch (e) { doc = null; }
+      if (doc && doc.documentElement && r) {
+        const w = doc.defaultView;
+        const off = { ox: ctx.ox + r.left + el.clientLeft, oy: ctx.oy + r.top + el.clientTop };
+        walkDoc(doc, idx, off.ox, off.oy, w ? w.scrollX : 0, w ? w.scrollY : 0, ctx.key);
+        any = true;
+      } else if (!doc) {
+        rec.xo = 1; // content not reachable here: the caller resolves it
+        if (r) rec.o = [ctx.ox + r.left + el.clientLeft, ctx.oy + r.top + el.clientTop];
+      }
+    }
+    if (any || inRange || always) { fill(); return true; }
+    recs.length = idx; refs.length = idx;
+    return false;
+  }
+
+  function walkDoc(doc, p, ox, oy, sx, sy, key) {
+    const se = doc.scrollingElement || doc.documentElement;
+    const di = recs.length;
+    const rec = { p, t: 9, nn: '#document', du: doc.URL, rel: 'doc', k: key,
+      D: [se ? se.scrollWidth : 0, se ? se.scrollHeight : 0, sx, sy] };
+    recs.push(rec); refs.push(doc);
+    const ctx = { ox, oy, sx, sy, inRange: true, hasBox: false, styles: null, key: key.concat([1, 0, order++]), shadow: false };
+    for (let c = doc.firstChild; c; c = c.nextSibling) visit(c, di, ctx, '');
+  }
+
+  if (root.nodeType === 9) {
+    const w = root.defaultView;
+    walkDoc(root, -1, opts.ox, opts.oy, w ? w.scrollX : 0, w ? w.scrollY : 0, []);
+  } else {
+    // A shadow root the caller found (closed): list it and its subtree.
+    const w = root.ownerDocument.defaultView;
+    const sx = w ? w.scrollX : 0, sy = w ? w.scrollY : 0;
+    recs.push({ p: -1, t: 11, nn: '#document-fragment', sr: root.mode, k: [] }); refs.push(root);
+    const ctx = { ox: opts.ox, oy: opts.oy, sx, sy, inRange: !opts.hidden, hasBox: false, styles: null, key: [1, 0, 0], shadow: true };
+    const hs = root.host ? getComputedStyle(root.host) : null;
+    ctx.hasBox = !!(root.host && root.host.getClientRects().length);
+    ctx.styles = hs ? styleNames.map((s) => hs.getPropertyValue(s)) : null;
+    for (let c = root.firstChild; c; c = c.nextSibling) visit(c, 0, ctx, '');
+  }
+  // Paint order: rank the keys.
+  const ix = recs.map((_, i) => i);
+  const cmp = (a, b) => {
+    const ka = recs[a].k || [], kb = recs[b].k || [];
+    const l = Math.min(ka.length, kb.length);
+    for (let i = 0; i < l; i++) if (ka[i] !== kb[i]) return ka[i] - kb[i];
+    return ka.length - kb.length;
+  };
+  ix.sort(cmp);
+  for (let i = 0; i < ix.length; i++) { const r = recs[ix[i]]; r.po = i + 1; delete r.k; }
+  return [JSON.stringify({ n: recs, above: total.above, below: total.below }), refs];
+}

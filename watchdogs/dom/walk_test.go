@@ -1,0 +1,111 @@
+package dom
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/browseragent/browseragent/internal/pagejs"
+	"github.com/browseragent/browseragent/internal/wdtest"
+)
+
+// walkPages are the fixture pages the package's tests observe.
+var walkPages = []string{
+	"/dom-forms.html", "/shadow.html", "/iframes.html", "/nested-iframes.html", "/dom-scroll.html",
+	"/dom-modal.html", "/dom-links.html", "/dom-listeners.html", "/dom-rerender.html", "/dom-pending.html",
+	"/dom-issue21-checkbox.html", "/dom-issue21-cover.html", "/dom-issue21-editor.html",
+	"/dom-issue21-editor-ce.html", "/dom-issue21-frames-ax.html", "/dom-issue21-sticky.html",
+	"/dom-issue21-svg.html", "/dom-issue21-wide.html", "/scroll.html", "/form.html",
+	"/generated?n=1000", "/generated?n=10000",
+}
+
+// TestDOMWWalkerMatchesFullCapture observes every fixture page with the
+// viewport walker and with the full capture, on the same loaded page, and
+// wants the same text (indexes are real backend ids in both).
+func TestDOMWWalkerMatchesFullCapture(t *testing.T) {
+	env, s, w := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	check := func(name string) {
+		t.Helper()
+		tab := s.FocusedTab()
+		cs, err := s.PageSession(tab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts := [2]string{}
+		for i, full := range []bool{true, false} {
+			w.cfg.FullCapture = full
+			obs, err := w.capture(ctx, s, tab, cs)
+			if err != nil || obs.res == nil {
+				t.Fatalf("%s (full %v): %v", name, full, err)
+			}
+			if !full && obs.page.wk == nil {
+				t.Fatalf("%s: the walker was not used", name)
+			}
+			texts[i] = obs.res.Text
+		}
+		w.cfg.FullCapture = false
+		if texts[0] != texts[1] {
+			t.Errorf("%s: walker text differs from the full capture's\n--- full\n%s\n--- walker\n%s", name, texts[0], texts[1])
+		}
+	}
+	for _, p := range walkPages {
+		wdtest.Navigate(t, ctx, s, env.URL(p))
+		check(p)
+	}
+	// A long page scrolled to its middle.
+	wdtest.Navigate(t, ctx, s, env.URL("/generated?n=5000"))
+	cs, err := s.PageSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h float64
+	if err := pagejs.Evaluate(ctx, cs, "(scrollTo(0, document.documentElement.scrollHeight/2), scrollY)", &h); err != nil || h <= 0 {
+		t.Fatalf("scroll: %v %v", h, err)
+	}
+	check("generated-5000 scrolled to the middle")
+}
+
+// TestDOMWWalkerCountsFarElements: an element far below the viewport is
+// counted in the walker's totals but not listed.
+func TestDOMWWalkerCountsFarElements(t *testing.T) {
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/generated?n=5000"))
+	cs, err := s.PageSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var far string
+	if err := pagejs.Evaluate(ctx, cs, `(() => { const e = document.createElement('button'); e.id = 'far-away'; e.textContent = 'Far away';
+		document.body.appendChild(e); return String(e.getBoundingClientRect().top > 3 * innerHeight); })()`, &far); err != nil || far != "true" {
+		t.Fatalf("far element: %v %v", far, err)
+	}
+	wk, err := walkTarget(ctx, cs, 1200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wk.release(ctx)
+	for k := range wk.ref {
+		r := wk.rec(k)
+		if r.T == 1 && slicesIndex(r.A, "far-away") >= 0 {
+			t.Fatalf("the far element is listed")
+		}
+	}
+	if wk.Below == 0 || len(wk.ref) == 0 {
+		t.Fatalf("below %d, listed %d", wk.Below, len(wk.ref))
+	}
+	st := wdtest.State(t, ctx, s)
+	if strings.Contains(st.DOMText, "Far away") {
+		t.Fatalf("far element in the text:\n%s", st.DOMText)
+	}
+	t.Logf("listed %d records, %d elements above, %d below", len(wk.ref), wk.Above, wk.Below)
+}
+
+func slicesIndex(a []string, v string) int {
+	for i, s := range a {
+		if s == v {
+			return i
+		}
+	}
+	return -1
+}
