@@ -1,0 +1,231 @@
+package pdf
+
+import (
+	"context"
+	_ "embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	cdpproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+
+	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
+	"github.com/browseragent/browseragent/internal/testbrowser"
+	"github.com/browseragent/browseragent/session"
+	"github.com/browseragent/browseragent/watchdogs/security"
+)
+
+//go:embed testdata/pages.html
+var pagesHTML []byte
+
+// site serves the HTML fixture and, once set, the PDF printed from it, on
+// loopback; it counts the PDF's requests.
+type site struct {
+	base string
+	srv  *http.Server
+	mu   sync.Mutex
+	pdf  []byte
+	hits atomic.Int64
+}
+
+func newSite(t *testing.T) *site {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &site{base: "http://" + ln.Addr().String()}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/pages.html", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(pagesHTML)
+	})
+	mux.HandleFunc("/report.pdf", func(w http.ResponseWriter, _ *http.Request) {
+		st.hits.Add(1)
+		st.mu.Lock()
+		b := st.pdf
+		st.mu.Unlock()
+		w.Header().Set("Content-Type", "application/pdf")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write(b)
+	})
+	st.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = st.srv.Serve(ln) }()
+	t.Cleanup(func() { _ = st.srv.Close(); <-done })
+	return st
+}
+
+type harness struct {
+	t    *testing.T
+	ctx  context.Context
+	s    *session.Session
+	site *site
+}
+
+// start runs a session with the PDF watchdog (and extra ones) and prints
+// the three-page fixture to the site's /report.pdf with Chromium.
+func start(t *testing.T, cfg Config, extra ...session.Watchdog) *harness {
+	t.Helper()
+	env := testbrowser.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	s := session.New(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew}, session.WithWatchdogs(append([]session.Watchdog{New(cfg)}, extra...)...))
+	if err := s.Start(ctx); err != nil {
+		t.Fatalf("session start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Errorf("session stop: %v", err)
+		}
+	})
+	h := &harness{t: t, ctx: ctx, s: s, site: newSite(t)}
+	h.navigate("/pages.html")
+	ps, err := s.PageSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdf, err := cdpproto.Call(ctx, ps, page.PrintToPDF, page.PrintToPDFParams{})
+	if err != nil {
+		t.Fatalf("printToPDF: %v", err)
+	}
+	b, err := base64.StdEncoding.DecodeString(string(pdf.Data))
+	if err != nil {
+		b = []byte(pdf.Data)
+	}
+	h.site.mu.Lock()
+	h.site.pdf = b
+	h.site.mu.Unlock()
+	return h
+}
+
+// navigate opens p and waits until the tab shows it (a PDF's viewer
+// commits after the navigation's answer).
+func (h *harness) navigate(p string) {
+	h.t.Helper()
+	if _, err := bus.Call(h.ctx, h.s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: h.site.base + p}); err != nil {
+		h.t.Fatalf("navigate %s: %v", p, err)
+	}
+	ps, err := h.s.PageSession("")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for {
+		var u string
+		if err := pagejs.Evaluate(h.ctx, ps, "location.href", &u); err == nil && u == h.site.base+p {
+			return
+		}
+		select {
+		case <-h.ctx.Done():
+			h.t.Fatalf("the tab never showed %s", p)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func TestReadPDFPages(t *testing.T) {
+	h := start(t, Config{})
+	h.navigate("/report.pdf")
+	info, err := bus.Call(h.ctx, h.s.Bus(), events.ReadPDF, events.ReadPDFEvent{InfoOnly: true})
+	if err != nil {
+		t.Fatalf("info: %v", err)
+	}
+	if info.Pages != 3 || len(info.Text) != 0 || !strings.HasSuffix(info.URL, "/report.pdf") {
+		t.Fatalf("info = %+v, want 3 pages of /report.pdf and no text", info)
+	}
+	res, err := bus.Call(h.ctx, h.s.Bus(), events.ReadPDF, events.ReadPDFEvent{First: 2})
+	if err != nil {
+		t.Fatalf("page 2: %v", err)
+	}
+	if len(res.Text) != 1 || res.Text[0].Number != 2 {
+		t.Fatalf("page 2 = %+v", res.Text)
+	}
+	txt := res.Text[0].Text
+	for _, want := range []string{"Beta chapter", "Revenue grew 42 percent in the second quarter.", "1,234 crates"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("page 2 text %q lacks %q", txt, want)
+		}
+	}
+	if strings.Contains(txt, "Alpha") || strings.Contains(txt, "Gamma") {
+		t.Errorf("page 2 text %q holds another page's", txt)
+	}
+	all, err := bus.Call(h.ctx, h.s.Bus(), events.ReadPDF, events.ReadPDFEvent{First: 2, Last: 3})
+	if err != nil || len(all.Text) != 2 || !strings.Contains(all.Text[1].Text, "cherries") {
+		t.Fatalf("pages 2-3 = %+v, %v", all.Text, err)
+	}
+	// The document was fetched once, through the tab (the navigation's
+	// own load, then one fetch kept for the later reads).
+	if n := h.site.hits.Load(); n > 3 {
+		t.Errorf("the PDF was requested %d times", n)
+	}
+	for _, c := range []events.ReadPDFEvent{{First: 4}, {First: 0, Last: 2}, {First: 3, Last: 2}, {First: -1}, {First: 2, Last: 9}} {
+		_, err := bus.Call(h.ctx, h.s.Bus(), events.ReadPDF, c)
+		if !errors.Is(err, events.ErrPDFPage) {
+			t.Errorf("%+v: err %v, want ErrPDFPage", c, err)
+		}
+		if c.First == 4 && (err == nil || !strings.Contains(err.Error(), "3 pages")) {
+			t.Errorf("%+v: the error %v does not say the count", c, err)
+		}
+	}
+}
+
+func TestReadPDFNotAPDF(t *testing.T) {
+	h := start(t, Config{})
+	_, err := bus.Call(h.ctx, h.s.Bus(), events.ReadPDF, events.ReadPDFEvent{First: 1})
+	if !errors.Is(err, events.ErrNotPDF) {
+		t.Fatalf("err %v, want ErrNotPDF", err)
+	}
+	if n := h.site.hits.Load(); n != 0 {
+		t.Errorf("the PDF was requested %d times", n)
+	}
+}
+
+// The bytes are fetched through the browser, so the URL policy judges the
+// fetch: once the policy refuses the PDF's URL nothing reaches the server.
+func TestReadPDFPolicyRefusesFetch(t *testing.T) {
+	var deny atomic.Bool
+	pol := security.URLPolicyFunc(func(_ context.Context, r security.URLRequest) error {
+		if deny.Load() && strings.Contains(r.URL, "/report.pdf") {
+			return fmt.Errorf("%w: reports are off limits", security.ErrURLBlocked)
+		}
+		return nil
+	})
+	// Keep -1: every read fetches.
+	h := start(t, Config{Keep: -1}, security.New(security.Config{Policy: pol, Scope: security.ScopeRequests}))
+	h.navigate("/report.pdf")
+	if info, err := bus.Call(h.ctx, h.s.Bus(), events.ReadPDF, events.ReadPDFEvent{InfoOnly: true}); err != nil || info.Pages != 3 {
+		t.Fatalf("before the policy changed: %+v, %v", info, err)
+	}
+	before := h.site.hits.Load()
+	deny.Store(true)
+	_, err := bus.Call(h.ctx, h.s.Bus(), events.ReadPDF, events.ReadPDFEvent{First: 1})
+	if err == nil {
+		t.Fatal("read a PDF the policy refuses")
+	}
+	if !strings.Contains(err.Error(), "refused") {
+		t.Errorf("err %v does not say the browser refused", err)
+	}
+	if n := h.site.hits.Load(); n != before {
+		t.Errorf("the server saw %d more requests for the PDF", n-before)
+	}
+}
+
+func TestExtractRejectsGarbage(t *testing.T) {
+	for _, b := range [][]byte{nil, []byte("%PDF-1.4\nnot really"), []byte("<html>")} {
+		if _, _, err := Extract(b); !errors.Is(err, events.ErrPDFUnreadable) {
+			t.Errorf("Extract(%q): %v, want ErrPDFUnreadable", b, err)
+		}
+	}
+}
