@@ -1,7 +1,7 @@
 # The two commands the README promises. Both make sure a Chromium exists first.
 GO ?= go
 
-.PHONY: demo test chromium vet bench bench-replay cross
+.PHONY: demo test chromium vet bench bench-replay bench-perception cross
 
 chromium:
 	@scripts/ensure-chromium.sh
@@ -22,6 +22,13 @@ bench: chromium
 ## model server, then replayed; wall times and ratio (docs/performance.md).
 bench-replay: chromium
 	GO=$(GO) $(GO) run ./cmd/benchreplay
+
+## bench-perception: one observation against the raw capture floor on the
+## generated 1k/10k/50k pages, Go's spec and a generated manual, five
+## interleaved rounds on one warm Chromium (docs/performance.md). Add
+## ARGS=--playwright for Playwright's column (needs node and npm).
+bench-perception: chromium
+	$(GO) run ./cmd/benchperception $(ARGS)
 
 ## cross: everything, tests included, builds and vets for Windows and macOS
 ## (the tests run on Linux only); -exec=/bin/true links each test binary
