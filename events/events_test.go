@@ -25,7 +25,7 @@ func TestCatalogComplete(t *testing.T) {
 		"DownloadStarted", "DownloadProgress", "FileDownloaded", "DialogOpened", "DialogHandled", "RequestBlocked",
 		"SaveStorageState", "LoadStorageState", "StorageStateSaved", "StorageStateLoaded",
 		"SearchPage", "FindElements", "PrintPDF",
-		"Drag", "ScrollCoordinate", "ReadPDF",
+		"Drag", "ScrollCoordinate", "ReadPDF", "ReadValue",
 	}
 	cat := Catalog()
 	if len(cat) != len(want) {
