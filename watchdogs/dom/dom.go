@@ -95,6 +95,14 @@ type Config struct {
 	// whole document. A negative Build.ViewportThreshold (no viewport test)
 	// always captures in full.
 	FullCapture bool
+	// AlwaysCapture turns the unchanged re-observe off. By default (false)
+	// an observation first reads a probe in an isolated world of every
+	// target of the tab (unchanged.go); when nothing it watches changed
+	// since the previous capture of the same tab and no dialog was handled
+	// nor request refused since, that capture is served again (fresh
+	// screenshot, dialogs and refusals; same indexes) instead of capturing.
+	// A page with a closed shadow root is always captured.
+	AlwaysCapture bool
 	// Build and Serialize tune the dom package (zero: its defaults).
 	Build     dom.Options
 	Serialize dom.SerializeOptions
@@ -121,6 +129,7 @@ type Watchdog struct {
 	prev   map[string]*dom.SelectorMap // by tab id
 	closed []events.DialogInfo         // dialogs handled since the last observation
 	block  blockedLog                  // requests refused since the last observation
+	unch   unchangedCache              // the unchanged re-observe's baseline per tab
 }
 
 // New returns a DOM watchdog.
@@ -335,7 +344,7 @@ func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.Br
 	if unresponsive != nil {
 		err = unresponsive
 	} else {
-		obs, err = w.capture(ctx, s, tab, cs)
+		obs, err = w.observeTab(ctx, s, tab, cs, len(st.ClosedDialogs) > 0 || len(st.Blocked) > 0)
 	}
 	// Read right after the capture so that it is comparable with the
 	// fingerprint the agent's mutation fence takes before each action (not
@@ -352,6 +361,16 @@ func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.Br
 		st.IsPDFViewer = p.ContentType == "application/pdf"
 	}
 	st.IsPDFViewer = st.IsPDFViewer || isPDFURL(st.URL)
+	if st.IsPDFViewer && unresponsive == nil {
+		// The PDF watchdog, when there is one, counts the pages (cached:
+		// read_pdf after this costs no second fetch). Without it, or when
+		// the document cannot be read, the count stays 0.
+		if info, perr := bus.Call(ctx, s.Bus(), events.ReadPDF, events.ReadPDFEvent{InfoOnly: true}, bus.WithTimeout(pdfInfoTimeout)); perr == nil {
+			st.PDFPages = info.Pages
+		} else {
+			w.log.Debug("counting the PDF's pages", zap.Error(perr))
+		}
+	}
 	if err != nil {
 		s.SetSelectorMap(nil)
 		w.forget(tab)
@@ -460,6 +479,11 @@ func (w *Watchdog) capture(parent context.Context, s *session.Session, tab strin
 		}
 	}
 	obs.res = res
+	for i := range in.Frames {
+		if wk := walks[in.Frames[i].TargetID]; wk != nil {
+			wk.patchInput(&in.Frames[i])
+		}
+	}
 	obs.elapsed = time.Since(start)
 	w.log.Debug("dom: observation", zap.Int("nodes", tree.NodeCount()), zap.Int("indexed", res.Map.Len()),
 		zap.Duration("gather", tGather), zap.Duration("build", tBuild-tGather),
@@ -759,6 +783,9 @@ func schemeOf(u string) string {
 	}
 	return u
 }
+
+// pdfInfoTimeout bounds an observation's wait for a PDF's page count.
+const pdfInfoTimeout = 10 * time.Second
 
 // isPDFURL reports a URL whose path ends in .pdf.
 func isPDFURL(u string) bool {

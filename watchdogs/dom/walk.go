@@ -102,6 +102,9 @@ type walker struct {
 	ref    []walkRef
 	nodes  []*cdpproto.Node // combined, by record
 	frames map[int]*cdpdom.DescribeNodeResult
+	snap   *domsnapshot.CaptureSnapshotResult
+	pos    []walkRef // record k's row in snap: Documents[pos[k].part].Nodes, index pos[k].i
+	listen []int     // records with click listeners
 	Above  int
 	Below  int
 }
@@ -477,6 +480,8 @@ func (wk *walker) input() (*cdpproto.Node, *domsnapshot.CaptureSnapshotResult, e
 		strs[s] = i
 		return domsnapshot.StringIndex(i)
 	}
+	wk.snap = snap
+	wk.pos = make([]walkRef, total)
 	docOf := make([]int, total)
 	docIdx := map[int]int{}
 	for k := 0; k < total; k++ {
@@ -495,6 +500,7 @@ func (wk *walker) input() (*cdpproto.Node, *domsnapshot.CaptureSnapshotResult, e
 		d := snap.Documents[docOf[k]]
 		nt := d.Nodes
 		ni := int64(len(nt.BackendNodeID))
+		wk.pos[k] = walkRef{docOf[k], int(ni)}
 		nt.BackendNodeID = append(nt.BackendNodeID, nodes[k].BackendNodeID)
 		r := wk.rec(k)
 		if r.IV != nil {
@@ -566,6 +572,10 @@ func (wk *walker) resolve(ctx context.Context, want []*dom.Node) {
 	for k, cn := range d {
 		if cn.BackendNodeID != 0 {
 			byK[k].BackendNodeID = cn.BackendNodeID
+			// The input says the same, so a recording replays as seen.
+			wk.nodes[k].BackendNodeID = cn.BackendNodeID
+			p := wk.pos[k]
+			wk.snap.Documents[p.part].Nodes.BackendNodeID[p.i] = cn.BackendNodeID
 		}
 	}
 }
@@ -603,10 +613,23 @@ func (wk *walker) listeners(ctx context.Context, ids []cdpproto.BackendNodeID) [
 	var out []cdpproto.BackendNodeID
 	for _, i := range ix {
 		if i >= 0 {
-			out = append(out, synthBase+cdpproto.BackendNodeID(wk.global(0, i)))
+			k := wk.global(0, i)
+			wk.listen = append(wk.listen, k)
+			out = append(out, synthBase+cdpproto.BackendNodeID(k))
 		}
 	}
 	return out
+}
+
+// patchInput brings the frame input's listener list up to the resolved ids.
+func (wk *walker) patchInput(fi *dom.FrameInput) {
+	if len(wk.listen) == 0 {
+		return
+	}
+	fi.ClickListeners = fi.ClickListeners[:0]
+	for _, k := range wk.listen {
+		fi.ClickListeners = append(fi.ClickListeners, wk.nodes[k].BackendNodeID)
+	}
 }
 
 // release frees the walk's page objects, on a context of its own (the
