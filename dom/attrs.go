@@ -159,7 +159,11 @@ func (s *serializer) attrs(sn *sNode) string {
 			continue
 		}
 		if k == "value" && exactValue {
-			write(k, vals[k], s.opts.ValueCap, true)
+			v, more := cutValue(vals[k], s.opts.ValueCap)
+			write(k, v, s.opts.ValueCap, true)
+			if more > 0 {
+				b.WriteString(moreChars(more))
+			}
 			continue
 		}
 		write(k, vals[k], s.opts.AttrCap, false)
@@ -180,6 +184,11 @@ func (s *serializer) attrs(sn *sNode) string {
 	if n.Tag == "select" {
 		if c := selectCompound(n); c != "" {
 			write("compound_components", c, 4*s.opts.AttrCap, false)
+		}
+		if sn.widget != nil && sn.indexed {
+			// Hidden behind a drawn dropdown: use select_dropdown on it.
+			write("hidden-backing", "true", s.opts.AttrCap, false)
+			write("widget_text", widgetText(sn.widget), s.opts.AttrCap, false)
 		}
 	}
 	if sn.indexed {
@@ -515,14 +524,23 @@ func rowHeader(n *Node) string {
 }
 
 // identHint gives a nameless element something to be told apart by: a test
-// id, a few stable class tokens, or its link target.
+// id, class tokens that say what it does (ranked by classMeaning: never
+// layout, state or generated ones), the icon it shows (iconName), other
+// meaningful class tokens, or its link target.
 func identHint(n *Node) string {
 	for _, k := range []string{"data-testid", "data-test", "data-cy"} {
 		if v := strings.TrimSpace(n.Attr(k)); v != "" {
 			return k + ":" + v
 		}
 	}
-	if cls := stableClasses(n.Attr("class"), 3); cls != "" {
+	cls, rank := rankedClasses(n.Attr("class"), 2)
+	if rank == 2 {
+		return "." + strings.ReplaceAll(cls, " ", ".")
+	}
+	if w := iconName(n); w != "" {
+		return "icon:" + capText(w, 40)
+	}
+	if cls != "" {
 		return "." + strings.ReplaceAll(cls, " ", ".")
 	}
 	if h := strings.TrimSpace(n.Attr("href")); h != "" && !strings.HasPrefix(h, "javascript:") {
@@ -545,8 +563,8 @@ func identHint(n *Node) string {
 			hint = "img:" + strings.TrimSpace(c.Attr("alt"))
 			return
 		}
-		if (c.Tag == "svg" || c.Tag == "i" || c.Tag == "span") && stableClasses(c.Attr("class"), 2) != "" {
-			hint = c.Tag + "." + strings.ReplaceAll(stableClasses(c.Attr("class"), 2), " ", ".")
+		if cls, r := rankedClasses(c.Attr("class"), 2); r > 0 && (c.Tag == "svg" || c.Tag == "i" || c.Tag == "span") {
+			hint = c.Tag + "." + strings.ReplaceAll(cls, " ", ".")
 			return
 		}
 		for _, k := range c.Children {

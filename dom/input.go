@@ -26,6 +26,11 @@ var RequiredComputedStyles = []string{
 	"pointer-events",
 	"position",
 	"background-color",
+	// Icon names (identHint): an icon's file name in content:url() or a
+	// background image, on the element or its ::before/::after (pseudo
+	// elements' styles are read from their own snapshot rows).
+	"content",
+	"background-image",
 }
 
 // Sentinel errors returned (wrapped) by Build and LoadPageInput.

@@ -39,7 +39,8 @@ type SerializeOptions struct {
 	MaxChars int
 	// AttrCap caps attribute values. 0 means 100.
 	AttrCap int
-	// ValueCap caps input/textarea values. 0 means 500.
+	// ValueCap caps input/textarea values. 0 means 500. A cut value is
+	// followed by "… N more chars (read_value)".
 	ValueCap int
 	// ExcludeAttr: elements with this attribute set to "true" are dropped
 	// with their subtree (our own overlays). "" means "data-browseragent-exclude".
@@ -96,6 +97,7 @@ type sNode struct {
 	isNew       bool
 	inter       int8 // IsInteractive cache: 0 unknown, 1 yes, -1 no
 	label       string
+	widget      *Node // a hidden <select>'s drawn widget (backingWidget)
 }
 
 func (s *sNode) interactive() bool {
@@ -279,7 +281,10 @@ func (s *serializer) simplify(n *Node) *sNode {
 			}
 		}
 	}
-	if n.Visible || isScrollable(n) || len(sn.children) > 0 || sn.shadowHost || isFileInput(n) {
+	if n.Tag == "select" {
+		sn.widget = backingWidget(n)
+	}
+	if n.Visible || isScrollable(n) || len(sn.children) > 0 || sn.shadowHost || isFileInput(n) || sn.widget != nil {
 		return sn
 	}
 	return nil
@@ -335,7 +340,7 @@ func prune(s *sNode) *sNode {
 	}
 	s.children = kept
 	n := s.node
-	if n.Visible || n.Type == TextNode || len(s.children) > 0 || isScrollable(n) || isFileInput(n) {
+	if n.Visible || n.Type == TextNode || len(s.children) > 0 || isScrollable(n) || isFileInput(n) || s.widget != nil {
 		return s
 	}
 	return nil
@@ -525,7 +530,7 @@ func (s *serializer) assign(sn *sNode, inShadow bool) {
 	if n.Type == DocumentFragmentNode {
 		inShadow = true
 	}
-	if n.Type == ElementNode && !sn.excluded && !sn.paintHidden {
+	if n.Type == ElementNode && !sn.excluded && (!sn.paintHidden || sn.widget != nil) {
 		want := false
 		if isScrollable(n) {
 			want = isDropdownContainer(n) || !hasInteractiveDescendant(sn)
@@ -534,6 +539,12 @@ func (s *serializer) assign(sn *sNode, inShadow bool) {
 			shadowControl := inShadow && noLayout && (n.Tag == "input" || n.Tag == "button" || n.Tag == "select" || n.Tag == "textarea" || n.Tag == "a")
 			// A control with a stand-in label is reached through the label.
 			want = n.Visible && n.StandIn == nil || isFileInput(n) || shadowControl
+			if want && standsIn(n) && backingWidget(n.Control) != nil {
+				want = false // the backing select is indexed itself
+			}
+		}
+		if sn.widget != nil {
+			want = true // a select behind a drawn dropdown: select_dropdown drives it
 		}
 		if want {
 			idx := int64(n.BackendNodeID)

@@ -357,7 +357,7 @@ func TestIconicHint(t *testing.T) {
 	checks := map[string]string{
 		"[50]": "hint=.btn-close",
 		"[51]": "hint=data-testid:menu-toggle",
-		"[52]": "hint=svg.icon-trash",
+		"[52]": "hint=icon:trash",
 		"[53]": "ax_name=Delete item",
 	}
 	for idx, want := range checks {
@@ -391,7 +391,7 @@ func TestValueWhitespacePreservedAndCapped(t *testing.T) {
 		t.Fatalf("plain value: %q", l)
 	}
 	l := lineWith(res.Text, "id=d")
-	if !strings.Contains(l, "value="+strings.Repeat("x", 500)+"...") || strings.Contains(l, strings.Repeat("x", 501)) {
+	if !strings.Contains(l, "value="+strings.Repeat("x", 500)+"… 200 more chars (read_value)") || strings.Contains(l, strings.Repeat("x", 501)) {
 		t.Fatalf("value cap 500 not applied: len %d", len(l))
 	}
 }

@@ -27,6 +27,7 @@ type Styles struct {
 	Overflow, OverflowX, OverflowY  string
 	Cursor, PointerEvents, Position string
 	BackgroundColor                 string
+	Content, BackgroundImage        string
 }
 
 func (s *Styles) set(k int, v string) {
@@ -51,6 +52,10 @@ func (s *Styles) set(k int, v string) {
 		s.Position = v
 	case 9:
 		s.BackgroundColor = v
+	case 10:
+		s.Content = v
+	case 11:
+		s.BackgroundImage = v
 	}
 }
 
@@ -72,7 +77,10 @@ type Layout struct {
 	HasTextValue    bool
 	InputChecked    bool
 	OptionSelected  bool
-	docIndex        int
+	// Pseudo holds the styles of the node's rendered pseudo elements
+	// (::before, ::after, ::marker), in snapshot order.
+	Pseudo   []Styles
+	docIndex int
 }
 
 // snapLookup maps backend node ids of one target to decoded layout data.
@@ -202,6 +210,18 @@ func decodeSnapshot(s *domsnapshot.CaptureSnapshotResult, scale float64) (*snapL
 				l.ScrollRect = &r
 			}
 			l.StackingContext = stacking[int64(li)]
+		}
+		// A pseudo element's styles go to its host (the DOM tree has no
+		// node for it).
+		if pt := d.Nodes.PseudoType; pt != nil && len(d.Nodes.ParentIndex) == n {
+			for _, i := range pt.Index {
+				if i < 0 || i >= int64(n) {
+					return nil, badSnap("document %d pseudoType: node index %d out of range", di, i)
+				}
+				if host := d.Nodes.ParentIndex[i]; host >= 0 && host < int64(n) && per[i].HasLayout {
+					per[host].Pseudo = append(per[host].Pseudo, per[i].Styles)
+				}
+			}
 		}
 	}
 	return out, nil

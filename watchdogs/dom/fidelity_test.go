@@ -1,6 +1,7 @@
 package dom
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -65,5 +66,104 @@ func TestDOMWTableLayoutForm(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(text)
+	}
+}
+
+// A native <select> behind a custom dropdown (select2, chosen and
+// nice-select styles: clipped to 1 px and aria-hidden, display:none, and
+// opacity:0 in a zero-size wrapper) is indexed, marked as the hidden
+// backing of a drawn widget, with the widget's text; hidden selects that no
+// widget draws are not.
+func TestDOMWBackingSelect(t *testing.T) {
+	env, s, _ := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-custom-select.html"))
+	st := wdtest.State(t, ctx, s)
+	text := st.DOMText
+	for _, want := range []struct{ id, widget string }{
+		{"country", "Norway"},
+		{"size", "Select a size"},
+		{"shipping", "Express"},
+	} {
+		e := element(t, st, want.id)
+		if e.Tag != "select" {
+			t.Errorf("%s: tag %q", want.id, e.Tag)
+		}
+		l := line(text, "id="+want.id+" ")
+		if !strings.Contains(l, "hidden-backing=true") || !strings.Contains(l, "widget_text="+want.widget) {
+			t.Errorf("%s line %q, want the backing marker and widget_text=%s", want.id, l, want.widget)
+		}
+		t.Log(l)
+	}
+	for _, id := range []string{"ghost", "orphan"} {
+		if _, ok := indexOf(st, id); ok {
+			t.Errorf("%s is hidden with no widget, but indexed", id)
+		}
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+}
+
+// byAttr returns the indexed element whose attribute k is v (the icon
+// fixture has no ids: an id would name its controls).
+func byAttr(t testing.TB, st events.BrowserState, k, v string) events.ElementInfo {
+	t.Helper()
+	for _, e := range st.Elements {
+		if e.Attributes[k] == v {
+			return e
+		}
+	}
+	t.Fatalf("no indexed element with %s=%s:\n%s", k, v, st.DOMText)
+	return events.ElementInfo{}
+}
+
+// Icon-only controls get a hint that tells them apart: the spinner's
+// meaningful class tokens (not ui-corner-tr / ui-button-icon-only), an svg
+// <use>, a background image's file name, a ::before content:url()'s file
+// name, an icon font's class, a material ligature's text. Both capture
+// paths; the viewport walker reads no pseudo element's styles yet (its
+// list is dom.RequiredComputedStyles, read with getComputedStyle of the
+// element only), so the ::before icon is checked on the full capture.
+func TestDOMWIconHints(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cfg    Config
+		pseudo bool
+	}{{"walker", Config{}, false}, {"full", Config{FullCapture: true}, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, s, _ := start(t, tc.cfg)
+			ctx := wdtest.Ctx(t)
+			wdtest.Navigate(t, ctx, s, env.URL("/dom-icons.html"))
+			st := wdtest.State(t, ctx, s)
+			text := st.DOMText
+			cases := []struct{ id, sub string }{
+				{"spin-up", "hint=.ui-spinner-up"},
+				{"spin-down", "hint=.ui-spinner-down"},
+				{"b-use", "hint=icon:trash"},
+				{"b-bg", "hint=icon:more"},
+				{"b-fa", "hint=icon:trash-can"},
+			}
+			if tc.pseudo {
+				cases = append(cases, struct{ id, sub string }{"b-pseudo", "hint=icon:refresh"})
+			}
+			for _, want := range cases {
+				e := byAttr(t, st, "data-k", want.id)
+				l := line(text, "["+strconv.Itoa(e.Index)+"]")
+				if !strings.Contains(l, want.sub) {
+					t.Errorf("%s line %q, want %q", want.id, l, want.sub)
+				}
+				if strings.Contains(l, "corner") || strings.Contains(l, "icon-only") || strings.Contains(l, "btn-sm") {
+					t.Errorf("%s line %q names a styling token", want.id, l)
+				}
+			}
+			// The material ligature is the button's text (its name).
+			if mat := byAttr(t, st, "data-k", "b-mat"); mat.Name != "delete" {
+				t.Errorf("material button name %q, want delete", mat.Name)
+			}
+			if t.Failed() {
+				t.Log(text)
+			}
+		})
 	}
 }
