@@ -1,15 +1,41 @@
-// Counts structural mutations (elements added or removed) of the document,
-// not text changes: a ticking clock does not look like a re-render, a list
-// that replaced its items does. Runs in every new document before the
-// page's scripts; the counter is read-only to the page. Idempotent.
+// Counts the document's mutations that change what it shows: elements
+// added or removed (text changes alone do not count: a ticking clock does
+// not look like a re-render, a list that replaced its items does), and
+// attribute changes that show or hide content (a menu opened by toggling
+// a class, a <details> opened, a style set to display:none). An attribute
+// change counts only when the rendered text differs afterwards (the
+// length of the body's innerText, which leaves out what is not shown): a
+// class no rule styles, or a transform the page animates, counts nothing.
+// That check forces a layout, so it runs when the counter is read, and
+// only after such an attribute changed since the last read (the first
+// read takes the baseline). Runs in every new document before the page's
+// scripts; the counter is read-only to the page. Idempotent.
 (() => {
   if (Object.prototype.hasOwnProperty.call(window, '__browseragentMutations')) return;
   let n = 0;
-  Object.defineProperty(window, '__browseragentMutations', { get: () => n, configurable: false });
-  new MutationObserver((records) => {
-    for (const r of records) {
-      for (const x of r.addedNodes) if (x.nodeType === 1) { n++; return; }
-      for (const x of r.removedNodes) if (x.nodeType === 1) { n++; return; }
+  let dirty = true; // an attribute that may show or hide content changed
+  let shown = -1; // the rendered text's length at the last check
+  const read = () => {
+    if (dirty) {
+      dirty = false;
+      const len = document.body ? document.body.innerText.length : 0;
+      if (shown >= 0 && len !== shown) n++;
+      shown = len;
     }
-  }).observe(document, { childList: true, subtree: true });
+    return n;
+  };
+  Object.defineProperty(window, '__browseragentMutations', { get: read, configurable: false });
+  new MutationObserver((records) => {
+    let structural = false;
+    for (const r of records) {
+      if (r.type === 'attributes') {
+        dirty = true;
+        continue;
+      }
+      if (structural) continue;
+      for (const x of r.addedNodes) if (x.nodeType === 1) { structural = true; break; }
+      for (const x of r.removedNodes) if (x.nodeType === 1) { structural = true; break; }
+    }
+    if (structural) n++;
+  }).observe(document, { childList: true, subtree: true, attributes: true, attributeFilter: ['class', 'style', 'hidden', 'open'] });
 })();
