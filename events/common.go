@@ -282,13 +282,16 @@ func (e *ActionError) Error() string {
 func (e *ActionError) Unwrap() error { return e.Err }
 
 // PageFingerprint is a cheap summary of a page, read in one round trip
-// before and after every action: its URL, the number of structural
-// mutations (elements added or removed) since the document loaded, and its
-// element count. Two fingerprints differ when the page navigated or
-// re-rendered; text changes alone do not count.
+// before and after every action: its URL, the number of mutations that
+// change what it shows since the document loaded (elements added or
+// removed; a class, style, hidden or open attribute changed when the
+// rendered text then differs, as when a menu is shown by toggling a class
+// or a <details> opened), and its element count. Two fingerprints differ
+// when the page navigated, re-rendered, or showed or hid content; text
+// changes alone do not count.
 type PageFingerprint struct {
 	URL       string `json:"url"`
-	Mutations int64  `json:"mutations"`
+	Mutations int64  `json:"mutations"` // mutations that change what is shown
 	Elements  int64  `json:"elements"`
 	Title     string `json:"title"`
 }
