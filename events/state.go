@@ -181,8 +181,11 @@ type BrowserState struct {
 	Stats           DOMStats
 	PendingRequests []string // URLs still loading
 	IsPDFViewer     bool
-	ClosedDialogs   []DialogInfo // dialogs handled since the last observation
-	Hints           []string     // "the page appears empty", "may still be loading"
+	// PDFPages is the page count of the PDF the tab shows (IsPDFViewer),
+	// when a ReadPDF handler could count them; 0 otherwise.
+	PDFPages      int
+	ClosedDialogs []DialogInfo // dialogs handled since the last observation
+	Hints         []string     // "the page appears empty", "may still be loading"
 	// Blocked are the requests the URL policy refused since the last
 	// observation, by host (any tab: a refusal anywhere is news).
 	Blocked     []BlockedRequests
