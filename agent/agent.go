@@ -659,7 +659,7 @@ func (a *Agent) step(ctx context.Context, i int, lastStep bool) (HistoryItem, *A
 		return a.endStep(ctx, sctx, &st, &item, srcOut, nil, srcOut.Action, lastStep, forceDone)
 	}
 
-	offered := a.offered(st.URL, forceDone)
+	offered := pdfActions(a.offered(st.URL, forceDone), &st)
 	var nudges []string
 	switch {
 	case a.failures >= a.set.MaxFailures:

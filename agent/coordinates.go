@@ -119,8 +119,17 @@ func (a *Agent) offerCoordinateClicks(model llm.Model) {
 	}
 	if a.coordinateClicks(model) {
 		a.alt("click", coordinateClickSpec)
+		// Drag from a point and the wheel at a point come with it (canvas,
+		// maps); each only in place of a built-in of its name.
+		for name, spec := range map[string]ActionSpec{"drag": coordinateDragSpec, "scroll": coordinateScrollSpec} {
+			if s, ok := a.tools.Get(name); ok && s.builtin {
+				a.alt(name, spec)
+			}
+		}
 	} else {
 		delete(a.alts, "click")
+		delete(a.alts, "drag")
+		delete(a.alts, "scroll")
 	}
 }
 

@@ -70,6 +70,9 @@ func (a *Agent) systemPrompt() (text, actions string) {
 	if a.set.ActionSchema == ActionSchemaCompact {
 		var b strings.Builder
 		for _, s := range a.offered("", false) {
+			if stateSpecific(s.Name) {
+				continue // listed where it applies (page_specific_actions)
+			}
 			if s.Name == "done" && a.outSch != nil {
 				// The data's schema is stated once, in <expected_output>.
 				b.WriteString("\ndone{success: bool, data: see <expected_output>}: " + s.Description)
@@ -251,7 +254,7 @@ func (a *Agent) stepPrompt(st *events.BrowserState, n, i int, offered []ActionSp
 
 	var pageSpecific []string
 	for _, s := range offered {
-		if len(s.Domains) > 0 {
+		if len(s.Domains) > 0 || stateSpecific(s.Name) {
 			pageSpecific = append(pageSpecific, actionLine(s))
 		}
 	}
@@ -470,7 +473,7 @@ func writeBrowserState(b *strings.Builder, st *events.BrowserState, maxChars int
 		b.WriteString(blockedText(st.Blocked) + "\n")
 	}
 	if st.IsPDFViewer {
-		b.WriteString("This tab shows a PDF viewer: its content is not in the element list.\n")
+		b.WriteString(pdfNote(st.PDFPages) + "\n")
 	}
 	if n := st.Stats; n.Nodes > 0 {
 		fmt.Fprintf(b, "<page_stats>%d links, %d inputs, %d iframes, %d scroll containers, %d interactive elements, %d nodes</page_stats>\n",

@@ -39,11 +39,14 @@ type (
 	}
 )
 
-// registerPageActions adds search_page, find_elements and save_as_pdf.
+// registerPageActions adds search_page, find_elements, save_as_pdf,
+// read_pdf (pdf.go) and drag (drag.go).
 func registerPageActions(r *Registry, must func(error)) {
 	must(Register(r, "search_page", "Text matches in context (free).", searchPageAction, WithRisk(RiskRead)))
 	must(Register(r, "find_elements", "CSS matches with indexes (free).", findElementsAction, WithRisk(RiskRead)))
 	must(Register(r, "save_as_pdf", "paper_format: Letter (default), Legal, Tabloid, Ledger, A0-A6.", savePDFAction, WithRisk(RiskDownload)))
+	registerReadPDF(r, must)
+	registerDrag(r, must)
 }
 
 // readOnceCap bounds what the page queries put in read_state.

@@ -41,7 +41,7 @@ func RenderPrompt(set Settings, task string, st *events.BrowserState) (*Prompt, 
 		return nil, err
 	}
 	nudges := a.planNudges(0)
-	return a.stepPrompt(st, a.nextStep, 0, a.offered(st.URL, false), nudges), nil
+	return a.stepPrompt(st, a.nextStep, 0, pdfActions(a.offered(st.URL, false), st), nudges), nil
 }
 
 // noBrowser stands in for the browser while a prompt is only rendered:

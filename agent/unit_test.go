@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -539,8 +540,9 @@ func TestRegistryErrors(t *testing.T) {
 	if !r.Remove("evaluate") || r.Remove("evaluate") {
 		t.Fatal("remove")
 	}
-	if got := len(r.Names()); got != 25 {
-		t.Fatalf("%d actions after removing evaluate", got)
+	// The built-ins less evaluate (the count grows with the built-ins).
+	if got, want := len(r.Names()), len(DefaultRegistry().Names())-1; got != want || slices.Contains(r.Names(), "evaluate") {
+		t.Fatalf("%d actions after removing evaluate, want %d", got, want)
 	}
 }
 
