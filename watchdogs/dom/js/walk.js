@@ -53,45 +53,42 @@
     }
     if (t !== 1) return false;
     const el = n;
+    const myOrder = order++;
     let cs = null;
     const style = () => cs || (cs = getComputedStyle(el));
-    const rects = el.getClientRects();
-    const hasBox = rects.length > 0;
-    let r = null, inRange;
-    if (hasBox) {
-      r = el.getBoundingClientRect();
-      inRange = keep(r, ctx.ox, ctx.oy);
-    } else {
-      inRange = ctx.inRange;
-    }
+    const r = el.getBoundingClientRect();
+    const hasBox = (r.width > 0 || r.height > 0 || r.top !== 0 || r.left !== 0) || el.getClientRects().length > 0;
+    const inRange = hasBox ? keep(r, ctx.ox, ctx.oy) : ctx.inRange;
     const tag = el.localName;
     const isFrame = tag === 'iframe' || tag === 'frame';
     const always = isFrame || (tag === 'input' && (el.getAttribute('type') || '').toLowerCase() === 'file');
+    // The common case on a long page: a leaf out of range costs nothing more.
+    if (!inRange && !always && !el.firstElementChild && !el.shadowRoot) return false;
     const idx = recs.length;
-    const attrs = [];
-    for (const a of el.attributes) attrs.push(a.name, a.value);
-    const rec = { p, t: 1, nn: el.nodeName, ln: tag, a: attrs };
+    const rec = { p, t: 1, nn: el.nodeName, ln: tag };
     if (rel) rec.rel = rel;
     let key = ctx.key;
     if (inRange || always) {
       const z = style().zIndex;
       if (cs.position !== 'static' || z !== 'auto') {
         const zi = z === 'auto' ? 0 : parseInt(z, 10) || 0;
-        key = key.concat([zi < 0 ? 0 : zi > 0 ? 3 : 2, zi, order++]);
+        key = key.concat([zi < 0 ? 0 : zi > 0 ? 3 : 2, zi, myOrder]);
         rec.k = key;
       } else {
-        rec.k = key.concat([1, 0, order++]);
+        rec.k = key.concat([1, 0, myOrder]);
       }
-    } else {
-      rec.k = key.concat([1, 0, order++]);
     }
     recs.push(rec); refs.push(el);
-    if (hasBox) rec.L = rectOf(r, ctx.sx, ctx.sy);
     const styles = inRange || always ? styleNames.map((s) => cs.getPropertyValue(s)) : null;
     const fill = () => {
       const st = style();
+      if (!rec.k) rec.k = key.concat([1, 0, myOrder]);
+      const attrs = [];
+      for (const a of el.attributes) attrs.push(a.name, a.value);
+      rec.a = attrs;
       rec.S = styles || styleNames.map((s) => st.getPropertyValue(s));
       if (hasBox) {
+        rec.L = rectOf(r, ctx.sx, ctx.sy);
         rec.C = [el.clientLeft, el.clientTop, el.clientWidth, el.clientHeight];
         rec.R = [el.scrollLeft, el.scrollTop, el.scrollWidth, el.scrollHeight];
         const can = (v) => v === 'auto' || v === 'scroll' || v === 'overlay';
