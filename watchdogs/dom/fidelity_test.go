@@ -27,7 +27,17 @@ func countTag(st events.BrowserState, tag string) int {
 // that open something (listener, cursor:pointer) and an ARIA grid's rows
 // and cells stay actions.
 func TestDOMWTableLayoutForm(t *testing.T) {
-	env, s, _ := start(t, Config{})
+	bothCaptures(t, testTableLayoutForm)
+}
+
+// bothCaptures runs f on the viewport walker and on the full capture.
+func bothCaptures(t *testing.T, f func(t *testing.T, cfg Config)) {
+	t.Run("walker", func(t *testing.T) { f(t, Config{}) })
+	t.Run("full", func(t *testing.T) { f(t, Config{FullCapture: true}) })
+}
+
+func testTableLayoutForm(t *testing.T, cfg Config) {
+	env, s, _ := start(t, cfg)
 	ctx := wdtest.Ctx(t)
 	wdtest.Navigate(t, ctx, s, env.URL("/dom-tables.html"))
 	st := wdtest.State(t, ctx, s)
@@ -75,7 +85,11 @@ func TestDOMWTableLayoutForm(t *testing.T) {
 // backing of a drawn widget, with the widget's text; hidden selects that no
 // widget draws are not.
 func TestDOMWBackingSelect(t *testing.T) {
-	env, s, _ := start(t, Config{})
+	bothCaptures(t, testBackingSelect)
+}
+
+func testBackingSelect(t *testing.T, cfg Config) {
+	env, s, _ := start(t, cfg)
 	ctx := wdtest.Ctx(t)
 	wdtest.Navigate(t, ctx, s, env.URL("/dom-custom-select.html"))
 	st := wdtest.State(t, ctx, s)
