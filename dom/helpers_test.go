@@ -41,6 +41,7 @@ type tn struct {
 	listener  bool
 	id        cdpproto.BackendNodeID
 	domScroll bool
+	pseudo    map[string]string // styles of a ::before (snapshot row only)
 }
 
 func E(tag string, kids ...*tn) *tn { return &tn{tag: tag, kids: kids} }
@@ -59,6 +60,16 @@ func (t *tn) S(k, v string) *tn {
 	return t
 }
 func (t *tn) P(order int64) *tn { t.paint, t.hasPaint = order, true; return t }
+
+// Pseudo gives the element a ::before with style k: v (as the snapshot
+// lists pseudo elements: a node of their own under the host).
+func (t *tn) Pseudo(k, v string) *tn {
+	if t.pseudo == nil {
+		t.pseudo = map[string]string{}
+	}
+	t.pseudo[k] = v
+	return t
+}
 func (t *tn) NoLayout() *tn     { t.noLayout = true; return t }
 func (t *tn) Kids(k ...*tn) *tn { t.kids = append(t.kids, k...); return t }
 func (t *tn) Shadow(typ string, k ...*tn) *tn {
@@ -245,7 +256,38 @@ func (p *pageBuilder) snapNode(ds *domsnapshot.DocumentSnapshot, n *cdpproto.Nod
 	}
 	lt.ClientRects = append(lt.ClientRects, cr)
 	lt.ScrollRects = append(lt.ScrollRects, sr)
+	if t.pseudo != nil {
+		p.pseudoNode(ds, idx, box, t.pseudo)
+	}
 	return idx
+}
+
+// pseudoNode adds a ::before row under host to the snapshot.
+func (p *pageBuilder) pseudoNode(ds *domsnapshot.DocumentSnapshot, host int64, box Rect, styles map[string]string) {
+	nt, lt := ds.Nodes, ds.Layout
+	idx := int64(len(nt.BackendNodeID))
+	nt.ParentIndex = append(nt.ParentIndex, host)
+	nt.NodeType = append(nt.NodeType, ElementNode)
+	nt.NodeName = append(nt.NodeName, domsnapshot.StringIndex(p.str("::before")))
+	nt.NodeValue = append(nt.NodeValue, domsnapshot.StringIndex(p.str("")))
+	nt.BackendNodeID = append(nt.BackendNodeID, p.id(nil))
+	nt.Attributes = append(nt.Attributes, nil)
+	if nt.PseudoType == nil {
+		nt.PseudoType = &domsnapshot.RareStringData{}
+	}
+	nt.PseudoType.Index = append(nt.PseudoType.Index, idx)
+	nt.PseudoType.Value = append(nt.PseudoType.Value, domsnapshot.StringIndex(p.str("before")))
+	lt.NodeIndex = append(lt.NodeIndex, idx)
+	lt.Bounds = append(lt.Bounds, domsnapshot.Rectangle{box.X, box.Y, 16, 16})
+	var st domsnapshot.ArrayOfStrings
+	for _, k := range RequiredComputedStyles {
+		st = append(st, p.str(styles[k]))
+	}
+	lt.Styles = append(lt.Styles, st)
+	p.paint++
+	lt.PaintOrders = append(lt.PaintOrders, p.paint)
+	lt.ClientRects = append(lt.ClientRects, domsnapshot.Rectangle{})
+	lt.ScrollRects = append(lt.ScrollRects, domsnapshot.Rectangle{})
 }
 
 func (p *pageBuilder) node(ds *domsnapshot.DocumentSnapshot, t *tn, parent int64) *cdpproto.Node {

@@ -54,10 +54,13 @@ func TestIconHintSources(t *testing.T) {
 		E("button", E("svg", E("use").A("href", "#icon-trash")).At(42, 2, 16, 16)).A("class", "tb btn btn-sm").At(40, 0, 30, 30).ID(62),
 		E("button").A("class", "tb btn btn-sm").At(80, 0, 30, 30).S("background-image", `url("http://h/img/more.png")`).ID(63),
 		E("button", E("i").A("class", "fa fa-fw fa-star").At(122, 2, 16, 16)).A("class", "tb btn").At(120, 0, 30, 30).ID(64),
+		E("button", E("svg", E("title", T("Settings")).NoLayout()).At(162, 2, 16, 16)).A("class", "tb btn").At(160, 0, 30, 30).ID(65),
+		E("button").A("class", "tb btn").At(200, 0, 30, 30).Pseudo("content", `url("/i/next.svg")`).ID(66),
 	)
 	for idx, want := range map[string]string{
 		"[60]": "hint=.ui-spinner-up", "[61]": "hint=.ui-spinner-down", "[62]": "hint=icon:trash",
-		"[63]": "hint=icon:more", "[64]": "hint=icon:star",
+		"[63]": "hint=icon:more", "[64]": "hint=icon:star", "[65]": "hint=icon:Settings",
+		"[66]": "hint=icon:next",
 	} {
 		if l := lineWith(res.Text, idx); !strings.Contains(l, want) {
 			t.Errorf("line %s = %q, want %q\n%s", idx, l, want, res.Text)

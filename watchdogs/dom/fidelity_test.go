@@ -157,6 +157,7 @@ func TestDOMWIconHints(t *testing.T) {
 				{"b-use", "hint=icon:trash"},
 				{"b-bg", "hint=icon:more"},
 				{"b-fa", "hint=icon:trash-can"},
+				{"b-title", "Settings"}, // the svg's title: its AX name, else the hint
 			}
 			if tc.pseudo {
 				cases = append(cases, struct{ id, sub string }{"b-pseudo", "hint=icon:refresh"})
