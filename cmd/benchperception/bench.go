@@ -142,24 +142,28 @@ func benchPage(ctx context.Context, s *session.Session, pw *pwClient, p pageSpec
 			return pr, err
 		}
 	}
-	// Warm each tool once, untimed.
-	if err := floor(ctx, cs); err != nil {
-		return pr, fmt.Errorf("floor: %w", err)
-	}
-	if _, err := observe(ctx, s); err != nil {
-		return pr, fmt.Errorf("observe: %w", err)
-	}
+	// Warm each tool once, untimed (a failure here shows in the rounds).
+	_ = floor(ctx, cs)
+	_, _ = observe(ctx, s)
 	if pw != nil {
-		if _, _, err := pw.Snapshot(ctx); err != nil {
-			return pr, err
-		}
+		_, _, _ = pw.Snapshot(ctx)
+	}
+	// A failed sample (a capture that timed out on a busy machine) is
+	// noted and left out of the median; the round goes on.
+	fail := func(tool string, err error) {
+		pr.Errors = append(pr.Errors, fmt.Sprintf("%s: %v", tool, err))
+		fmt.Fprintf(log, "%s: %s failed: %v\n", p.Name, tool, err)
 	}
 	for r := 0; r < rounds; r++ {
+		if err := ctx.Err(); err != nil {
+			return pr, err
+		}
 		t := time.Now()
 		if err := floor(ctx, cs); err != nil {
-			return pr, fmt.Errorf("floor: %w", err)
+			fail(toolFloor, err)
+		} else {
+			pr.Samples[toolFloor] = append(pr.Samples[toolFloor], since(t))
 		}
-		pr.Samples[toolFloor] = append(pr.Samples[toolFloor], since(t))
 
 		// A change the page shows nowhere, so that the observation is a
 		// fresh one (as after an action), not the unchanged re-observe.
@@ -167,26 +171,28 @@ func benchPage(ctx context.Context, s *session.Session, pw *pwClient, p pageSpec
 			return pr, fmt.Errorf("mark round: %w", err)
 		}
 		t = time.Now()
-		st, err := observe(ctx, s)
-		if err != nil {
-			return pr, fmt.Errorf("observe: %w", err)
+		if st, err := observe(ctx, s); err != nil {
+			fail(toolOurs, err)
+		} else {
+			pr.Samples[toolOurs] = append(pr.Samples[toolOurs], since(t))
+			pr.Chars[toolOurs], pr.Indexed = utf8.RuneCountInString(st.DOMText), len(st.Elements)
 		}
-		pr.Samples[toolOurs] = append(pr.Samples[toolOurs], since(t))
-		pr.Chars[toolOurs], pr.Indexed = utf8.RuneCountInString(st.DOMText), len(st.Elements)
 
 		t = time.Now()
 		if _, err := observe(ctx, s); err != nil {
-			return pr, fmt.Errorf("re-observe: %w", err)
+			fail(toolReobserve, err)
+		} else {
+			pr.Samples[toolReobserve] = append(pr.Samples[toolReobserve], since(t))
 		}
-		pr.Samples[toolReobserve] = append(pr.Samples[toolReobserve], since(t))
 
 		if pw != nil {
 			ms, chars, err := pw.Snapshot(ctx)
 			if err != nil {
-				return pr, err
+				fail(toolPlaywright, err)
+			} else {
+				pr.Samples[toolPlaywright] = append(pr.Samples[toolPlaywright], ms)
+				pr.Chars[toolPlaywright] = chars
 			}
-			pr.Samples[toolPlaywright] = append(pr.Samples[toolPlaywright], ms)
-			pr.Chars[toolPlaywright] = chars
 		}
 		fmt.Fprintf(log, "%s: round %d/%d done\n", p.Name, r+1, rounds)
 	}

@@ -44,6 +44,9 @@ type pageResult struct {
 	Chars map[string]int `json:"chars"`
 	// Indexed is the number of indexed elements of browseragent's view.
 	Indexed int `json:"indexed"`
+	// Errors are the samples that failed (tool: error), left out of the
+	// medians.
+	Errors []string `json:"errors,omitempty"`
 }
 
 // target is one of issue 13's goals, checked on this run.
@@ -206,6 +209,11 @@ func writeTable(w io.Writer, r result) error {
 			p.Name, count(p.Elements), cell(f, 0), cell(p.Median[toolOurs], f), re,
 			cell(p.Median[toolPlaywright], f), ourPW, count(p.Chars[toolOurs]), count(p.Chars[toolPlaywright]), count(p.Indexed))
 	}
+	for _, p := range r.Pages {
+		for _, e := range p.Errors {
+			fmt.Fprintf(&b, "\nfailed sample on %s: %s\n", p.Name, firstLine(e))
+		}
+	}
 	b.WriteString("\n| target (issue 13) | status | measured |\n|---|---|---|\n")
 	for _, t := range r.Targets {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.Goal, t.Status, t.Detail)
@@ -222,4 +230,11 @@ func writeJSON(w io.Writer, r result) error {
 
 func newResult(rounds int) result {
 	return result{Date: time.Now().UTC(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), Rounds: rounds}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
 }

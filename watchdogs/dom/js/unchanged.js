@@ -15,7 +15,8 @@
 // most 100 ms), when Chrome fires the scroll and resize events still
 // pending: a container scrolled by script an instant ago is then counted.
 (async () => {
-  const framed = await new Promise((resolve) => {
+  // A hidden document draws no frames: do not wait for one.
+  const framed = !document.hidden && await new Promise((resolve) => {
     const t = setTimeout(() => resolve(false), 100);
     requestAnimationFrame(() => { clearTimeout(t); resolve(true); });
   });
@@ -123,15 +124,16 @@
       }
     }
   }
-  // Values (a password's too: only its hash leaves the page) are hashed so that the signature stays short.
-  let h = 0;
+  // Values set by script fire no event: they are compared in the page
+  // with the previous call's (a password's too; nothing leaves the page).
   const vs = values.join('\u0001');
-  for (let i = 0; i < vs.length; i++) h = (Math.imul(h, 31) + vs.charCodeAt(i)) | 0;
+  if (st.values !== undefined && st.values !== vs) st.changes++;
+  st.values = vs;
   const ae = document.activeElement;
   const sig = [st.token, st.changes, location.href, document.readyState,
     scrollX, scrollY, innerWidth, innerHeight, devicePixelRatio,
     globalThis.visualViewport ? visualViewport.scale : 1,
-    remote, undef, sheets, values.length, h, ae ? ae.localName + '#' + (ae.id || '') : ''].join('|');
+    remote, undef, sheets, values.length, ae ? ae.localName + '#' + (ae.id || '') : ''].join('|');
   // No frame within 100 ms (a hidden tab): pending scrolls are unknown.
   return { fresh: fresh || !framed, sig, remote };
 })()
