@@ -5,7 +5,9 @@
 // a class, a <details> opened, a style set to display:none). An attribute
 // change counts only when the rendered text differs afterwards (the
 // length of the body's innerText, which leaves out what is not shown): a
-// class no rule styles, or a transform the page animates, counts nothing.
+// class no rule styles, or a transform the page animates, counts nothing
+// (a style change that touches no property that shows, hides or sizes
+// content is not even checked).
 // That check forces a layout, so it runs when the counter is read, and
 // only after such an attribute changed since the last read (the first
 // read takes the baseline). Runs in every new document before the page's
@@ -25,11 +27,33 @@
     return n;
   };
   Object.defineProperty(window, '__browseragentMutations', { get: read, configurable: false });
+  // A style change matters only when one of these properties changed: a
+  // transform or colour the page animates every frame must not make each
+  // read walk the page.
+  const shows = /^(display|visibility|opacity|content-visibility|height|max-height|width|max-width|clip|clip-path|overflow|overflow-x|overflow-y)$/;
+  const styleProps = (text) => {
+    const m = new Map();
+    for (const decl of (text || '').split(';')) {
+      const i = decl.indexOf(':');
+      if (i > 0) {
+        const k = decl.slice(0, i).trim().toLowerCase();
+        if (shows.test(k)) m.set(k, decl.slice(i + 1).trim());
+      }
+    }
+    return m;
+  };
+  const styleShows = (r) => {
+    if (dirty) return true;
+    const a = styleProps(r.oldValue), b = styleProps(r.target.getAttribute('style'));
+    if (a.size !== b.size) return true;
+    for (const [k, v] of a) if (b.get(k) !== v) return true;
+    return false;
+  };
   new MutationObserver((records) => {
     let structural = false;
     for (const r of records) {
       if (r.type === 'attributes') {
-        dirty = true;
+        if (r.attributeName !== 'style' || styleShows(r)) dirty = true;
         continue;
       }
       if (structural) continue;
@@ -37,5 +61,5 @@
       for (const x of r.removedNodes) if (x.nodeType === 1) { structural = true; break; }
     }
     if (structural) n++;
-  }).observe(document, { childList: true, subtree: true, attributes: true, attributeFilter: ['class', 'style', 'hidden', 'open'] });
+  }).observe(document, { childList: true, subtree: true, attributes: true, attributeOldValue: true, attributeFilter: ['class', 'style', 'hidden', 'open'] });
 })();
