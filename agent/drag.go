@@ -168,3 +168,14 @@ func coordinateScroll(ctx context.Context, ac *ActionContext, p CoordinateScroll
 	r.Mark = &ActionMark{Point: &[2]float64{x, y}}
 	return r, err
 }
+
+// hasParam reports whether a call's parameters name key (with a non-null
+// value).
+func hasParam(raw json.RawMessage, key string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	v, ok := m[key]
+	return ok && string(v) != "null"
+}

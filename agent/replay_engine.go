@@ -520,6 +520,11 @@ func (r *replayer) check(st *events.BrowserState, idx, from int) ([]ActionCall, 
 			}
 			c.Params = setParam(c.Params, "tab_id", id)
 		}
+		if ra.rec.Name == "drag" && hasParam(c.Params, "to_index") {
+			// Only the dragged element is recorded: the recorded drop
+			// index would name whatever has that number now.
+			return nil, nil, nil, r.errAt(idx, ra.pos, st, fmt.Errorf("%w: a drag onto an element is not replayed (its drop element is not recorded)", ErrReplayPrecondition))
+		}
 		spec, _ := r.a.spec(ra.rec.Name)
 		switch e := ra.rec.Element; {
 		case e != nil && paramIndex(c.Params) > 0:
