@@ -221,6 +221,8 @@ func (a *Watchdog) Attach(s *session.Session) error {
 		session.Handle(s, events.SelectDropdownOption, Name, bind(a, s, events.SelectDropdownOption.Name, a.selectOption, func(r *events.SelectDropdownResult) *events.ActionOutcome { return &r.Outcome })),
 		session.Handle(s, events.Hover, Name, bind(a, s, events.Hover.Name, a.hover, func(r *events.HoverResult) *events.ActionOutcome { return &r.Outcome })),
 		session.Handle(s, events.Evaluate, Name, bind(a, s, events.Evaluate.Name, a.evaluate, func(r *events.EvaluateResult) *events.ActionOutcome { return &r.Outcome })),
+		session.Handle(s, events.Drag, Name, bind(a, s, events.Drag.Name, a.drag, func(r *events.DragResult) *events.ActionOutcome { return &r.Outcome })),
+		session.Handle(s, events.ScrollCoordinate, Name, bind(a, s, events.ScrollCoordinate.Name, a.scrollCoordinate, func(r *events.ScrollResult) *events.ActionOutcome { return &r.Outcome })),
 		session.Handle(s, events.GetDropdownOptions, Name, func(ctx context.Context, ev events.GetDropdownOptionsEvent) (events.DropdownOptionsResult, error) {
 			return a.dropdownOptions(ctx, s, ev)
 		}),
