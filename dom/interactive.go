@@ -78,8 +78,10 @@ func truthy(v string) bool {
 //  9. a table row or cell (tr, td, th, or role/AX role row, cell,
 //     rowheader, columnheader): yes only inside a grid or treegrid (role
 //     or AX role on an ancestor) or with its own cursor: pointer (not
-//     inherited from its parent); a plain table's rows and cells are
-//     layout, however the AX tree calls them
+//     inherited from its parent), or a cell holding no control whose table
+//     delegates clicks (a listener on its table, row group, or the table's
+//     parent or grandparent: a date picker's days); a plain table's rows
+//     and cells are layout, however the AX tree calls them
 //  10. role attribute or AX role in the interactive role set (AX adds listbox): yes
 //  11. icon-sized (10–50 px both ways) with class/role/onclick/data-action/aria-label: yes
 //  12. computed cursor: pointer: yes
@@ -162,7 +164,7 @@ func IsInteractive(n *Node) bool {
 	if tablePart(n) {
 		// A table's rows and cells are layout unless the table is a grid
 		// (rules above decided listeners, handlers, tabindex and AX states).
-		return inGrid(n) || ownPointer(n)
+		return inGrid(n) || ownPointer(n) || delegatedCell(n)
 	}
 	if r, ok := n.LookupAttr("role"); ok && interactiveRoles[r] {
 		return true
@@ -256,4 +258,40 @@ func ownPointer(n *Node) bool {
 		p = p.Parent // display:contents wrappers have no layout
 	}
 	return p == nil || p.Layout == nil || p.Layout.Styles.Cursor != "pointer"
+}
+
+// delegatedCell reports a cell of a table that handles clicks for its
+// cells: a click listener on the row group, the table, or the table's
+// parent or grandparent (not body: page-wide listeners say nothing). A
+// cell holding a form control is layout around that control.
+func delegatedCell(n *Node) bool {
+	switch n.Tag {
+	case "td", "th":
+	default:
+		if r := strings.ToLower(strings.TrimSpace(n.Attr("role"))); r != "cell" && r != "gridcell" {
+			return false
+		}
+	}
+	if hasFormControlDescendant(n, 3) {
+		return false
+	}
+	after := -1 // levels climbed past the table
+	for p, hops := n.Parent, 0; p != nil && p.Type == ElementNode && hops < maxGridHops+2; p, hops = p.Parent, hops+1 {
+		if p.Tag == "body" || p.Tag == "html" {
+			return false
+		}
+		if after >= 0 {
+			after++
+		}
+		if p.Tag == "table" || strings.EqualFold(p.Attr("role"), "table") {
+			after = 0
+		}
+		if p.HasListener && p.Tag != "tr" {
+			return true
+		}
+		if after >= 2 {
+			return false
+		}
+	}
+	return false
 }

@@ -195,8 +195,11 @@ func TestTableRowsAndCells(t *testing.T) {
 			E("tr", E("td", T("City")).At(0, 100, 100, 20), E("td", E("input").A("id", "city").At(100, 100, 100, 20)).At(100, 100, 200, 20)).At(0, 100, 300, 20),
 			E("tr", E("td", E("input").A("id", "first").At(0, 120, 100, 20)).At(0, 120, 100, 20)).At(0, 120, 300, 20),
 		).At(0, 80, 300, 60),
+		E("div", E("table",
+			E("tr", E("td", T("5")).A("id", "day").At(0, 160, 30, 20), E("td", E("input").A("id", "in-cell").At(30, 160, 60, 20)).A("id", "ctl-cell").At(30, 160, 70, 20)).At(0, 160, 100, 20),
+		).At(0, 160, 100, 20)).Listener().At(0, 160, 100, 20),
 	)
-	for id, want := range map[string]bool{"row": true, "inherit": false, "gcell": true} {
+	for id, want := range map[string]bool{"row": true, "inherit": false, "gcell": true, "day": true, "ctl-cell": false} {
 		if got := strings.HasPrefix(strings.TrimSpace(lineWith(res.Text, "id="+id+" ")+lineWith(res.Text, "id="+id)), "["); got != want {
 			t.Errorf("%s indexed=%v, want %v\n%s", id, got, want, res.Text)
 		}
