@@ -40,6 +40,8 @@ type options struct {
 	JSON bool
 	// Timeout bounds the whole run (default 30 min).
 	Timeout time.Duration
+	// FromJSON renders a previous --json run instead of measuring.
+	FromJSON string
 }
 
 // pageSpec is one page of the run: a generated page of N elements
@@ -80,6 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.PlaywrightVersion, "playwright-version", DefaultPlaywrightVersion, "playwright-core version to install when missing")
 	fs.BoolVar(&o.JSON, "json", false, "print JSON instead of the table")
 	fs.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "bound on the whole run")
+	fs.StringVar(&o.FromJSON, "from-json", "", "render the table of a previous --json run (a file) instead of measuring")
 	if err := fs.Parse(args); err != nil {
 		return o, errUsage
 	}

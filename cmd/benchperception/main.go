@@ -4,7 +4,8 @@
 //
 //	go run ./cmd/benchperception                 (make bench-perception)
 //	go run ./cmd/benchperception --playwright    (adds Playwright's column)
-//	go run ./cmd/benchperception --pages gen-1000,go-spec --rounds 3 --json
+//	go run ./cmd/benchperception --pages gen-1000,go-spec --rounds 3 --json > run.json
+//	go run ./cmd/benchperception --from-json run.json   (the table of a saved run)
 //
 // Per page and per round, in this order: the floor (DOM.getDocument(-1,
 // pierce) and DOMSnapshot.captureSnapshot issued together), browseragent's
@@ -23,6 +24,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,8 +49,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res, err := bench(ctx, opts, stderr)
-	if err != nil {
+	var res result
+	if opts.FromJSON != "" {
+		data, err := os.ReadFile(opts.FromJSON)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(data, &res); err != nil {
+			return fmt.Errorf("%s: %w", opts.FromJSON, err)
+		}
+		res.finish()
+	} else if res, err = bench(ctx, opts, stderr); err != nil {
 		return err
 	}
 	if opts.JSON {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -136,6 +138,21 @@ func TestWriteTable(t *testing.T) {
 	var back result
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.Pages[1].Median[toolOurs] != 420 {
 		t.Fatalf("JSON round trip: %v %+v", err, back.Pages)
+	}
+	// --from-json renders a saved run's table.
+	saved := filepath.Join(t.TempDir(), "run.json")
+	if err := os.WriteFile(saved, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := run(context.Background(), []string{"--from-json", saved}, &table, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "| gen-10000 (10005) | 845 ms | 420 ms (0.50) |") {
+		t.Errorf("table from JSON:\n%s", table.String())
+	}
+	if err := run(context.Background(), []string{"--from-json", filepath.Join(t.TempDir(), "none.json")}, io.Discard, io.Discard); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
 	}
 }
 
