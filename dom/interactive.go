@@ -262,8 +262,9 @@ func ownPointer(n *Node) bool {
 
 // delegatedCell reports a cell of a table that handles clicks for its
 // cells: a click listener on the row group, the table, or the table's
-// parent or grandparent (not body: page-wide listeners say nothing). A
-// cell holding a form control is layout around that control.
+// parent or grandparent (not body or a form: their listeners are about
+// other things). A cell holding a form control is layout around that
+// control.
 func delegatedCell(n *Node) bool {
 	switch n.Tag {
 	case "td", "th":
@@ -277,8 +278,8 @@ func delegatedCell(n *Node) bool {
 	}
 	after := -1 // levels climbed past the table
 	for p, hops := n.Parent, 0; p != nil && p.Type == ElementNode && hops < maxGridHops+2; p, hops = p.Parent, hops+1 {
-		if p.Tag == "body" || p.Tag == "html" {
-			return false
+		if p.Tag == "body" || p.Tag == "html" || p.Tag == "form" {
+			return false // page- or form-wide listeners are about other things
 		}
 		if after >= 0 {
 			after++
