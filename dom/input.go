@@ -27,8 +27,12 @@ var RequiredComputedStyles = []string{
 	"position",
 	"background-color",
 	// Icon names (identHint): an icon's file name in content:url() or a
-	// background image, on the element or its ::before/::after (pseudo
-	// elements' styles are read from their own snapshot rows).
+	// background image, on the element or its ::before/::after. Pseudo
+	// elements' styles are read from their own snapshot rows (a node with
+	// pseudoType whose parentIndex is the host, with a layout row and
+	// these styles): a capture path that builds its own snapshot gives
+	// each rendered ::before/::after such a row, or icons drawn there get
+	// no hint (the viewport walker does not yet).
 	"content",
 	"background-image",
 }
@@ -104,6 +108,18 @@ type FrameInput struct {
 	Owner OwnerRef `json:"owner,omitzero"`
 
 	Viewport Viewport `json:"viewport"`
+	// Unlisted counts the elements a viewport-scoped capture left out of
+	// Document (zero for a full capture); page statistics add them, so
+	// they describe the whole page either way.
+	Unlisted Unlisted `json:"unlisted,omitzero"`
+}
+
+// Unlisted counts elements left out of a frame's Document, by kind.
+type Unlisted struct {
+	Elements int `json:"elements,omitempty"`
+	Links    int `json:"links,omitempty"` // <a href>
+	Inputs   int `json:"inputs,omitempty"`
+	Images   int `json:"images,omitempty"`
 }
 
 // OwnerRef identifies the <iframe> element that hosts an out-of-process
