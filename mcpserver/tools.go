@@ -274,6 +274,7 @@ func (s *Server) addTools() {
 			return action("evaluate", map[string]any{"code": in.Code})
 		})
 	}
+	s.addPointerTools()
 	if s.cfg.Model != nil {
 		addTool(s, &mcp.Tool{Name: "run_task", Description: fmt.Sprintf("Have the browser agent (model %s) do a whole task in this browser, step by step; returns its answer. Default and maximum max_steps: %d.", s.cfg.Model.Name(), s.cfg.MaxSteps)}, func(in taskIn) handler {
 			return s.runTask(in)

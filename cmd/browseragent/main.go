@@ -62,6 +62,8 @@ func commands() []command {
 		{"select", "session: select an option of dropdown N", runSelect},
 		{"options", "session: list the options of dropdown N", runOptions},
 		{"hover", "session: move the mouse over element N", runHover},
+		{"drag", "session: drag element N onto element M or by an offset", runDrag},
+		{"pdf", "session: print the text of the PDF the tab shows", runPDF},
 		{"scroll", "session: scroll the page down or up", runScroll},
 		{"keys", "session: press keys (Enter, Escape, Control+a)", runKeys},
 		{"back", "session: go back", runBack},
