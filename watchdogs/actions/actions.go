@@ -41,6 +41,7 @@ const (
 	DefaultNewTabWait        = 5 * time.Second
 	DefaultWait              = 3 * time.Second
 	DefaultWaitMax           = 10 * time.Second
+	DefaultTransitionWait    = time.Second
 )
 
 // Config configures the actions watchdog. The zero value is usable:
@@ -68,6 +69,12 @@ type Config struct {
 	// WaitDefault is the pause of a WaitEvent with no Duration (default 3 s);
 	// WaitMax caps a WaitEvent with no Max (default 10 s).
 	WaitDefault, WaitMax time.Duration
+	// TransitionWait bounds how long an action that succeeded waits for
+	// the CSS transitions and finite animations it set off (a menu fading
+	// its items in) before its verdict and the next observation, which
+	// would otherwise see them at opacity 0. Animations that would run
+	// longer are not awaited. Default 1 s; negative means do not wait.
+	TransitionWait time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -88,6 +95,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WaitMax <= 0 {
 		c.WaitMax = DefaultWaitMax
+	}
+	if c.TransitionWait == 0 {
+		c.TransitionWait = DefaultTransitionWait
 	}
 	return c
 }
@@ -225,6 +235,9 @@ func (a *Watchdog) Attach(s *session.Session) error {
 		session.Handle(s, events.ScrollCoordinate, Name, bind(a, s, events.ScrollCoordinate.Name, a.scrollCoordinate, func(r *events.ScrollResult) *events.ActionOutcome { return &r.Outcome })),
 		session.Handle(s, events.GetDropdownOptions, Name, func(ctx context.Context, ev events.GetDropdownOptionsEvent) (events.DropdownOptionsResult, error) {
 			return a.dropdownOptions(ctx, s, ev)
+		}),
+		session.Handle(s, events.ReadValue, Name, func(ctx context.Context, ev events.ReadValueEvent) (events.ReadValueResult, error) {
+			return a.readValue(ctx, s, ev)
 		}),
 		session.Handle(s, events.Wait, Name, func(ctx context.Context, ev events.WaitEvent) (events.None, error) {
 			return events.None{}, a.wait(ctx, ev)
@@ -743,6 +756,9 @@ func (r *actionRun) end(ctx context.Context, err error) (o events.ActionOutcome)
 		}
 		session.Phase(ctx, "newtab", t0)
 	}
+	if err == nil {
+		r.awaitTransitions(ctx)
+	}
 	o = r.s.Outcome(ctx, r.before, err)
 	if err == nil && o.Verdict == events.VerdictNoChange && r.mayBeDL && r.a.cfg.DownloadStartWait > 0 && seen.download == "" {
 		t0 := time.Now()
@@ -792,6 +808,41 @@ func (r *actionRun) end(ctx context.Context, err error) (o events.ActionOutcome)
 		}
 	}
 	return o
+}
+
+// transitionsJS awaits the animations an action set off; see
+// js/transitions.js.
+//
+//go:embed js/transitions.js
+var transitionsJS string
+
+// awaitTransitions waits, at most Config.TransitionWait, for the CSS
+// transitions and finite animations started since the action began in
+// each document it touched. A page that does not answer in time is not
+// waited for further: the verdict is read regardless.
+func (r *actionRun) awaitTransitions(ctx context.Context) {
+	bound := r.a.cfg.TransitionWait
+	if bound <= 0 {
+		return
+	}
+	t0 := time.Now()
+	defer session.Phase(ctx, "transitions", t0)
+	// The evidence before was read just before acting; a small margin
+	// covers the clock of the page against ours.
+	since := time.Since(r.acting) + 50*time.Millisecond
+	ctx, cancel := context.WithTimeout(ctx, bound+500*time.Millisecond)
+	defer cancel()
+	expr := fmt.Sprintf("(%s)(%d, %d)", strings.TrimSpace(transitionsJS), since.Milliseconds(), bound.Milliseconds())
+	seen := map[*cdp.Session]bool{}
+	for _, cs := range r.sessions {
+		if cs == nil || seen[cs] {
+			continue
+		}
+		seen[cs] = true
+		if err := pagejs.Evaluate(ctx, cs, expr, nil); err != nil {
+			r.a.logger(r.s).Debug("awaiting transitions", zap.Error(err))
+		}
+	}
 }
 
 func (r *actionRun) addDetail(d string) {
