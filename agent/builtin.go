@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/bus"
@@ -114,7 +115,7 @@ type (
 // DefaultRegistry returns a new registry with every built-in action:
 // navigate, search, go_back, wait, click, input, upload_file, switch_tab,
 // close_tab, extract, scroll, send_keys, find_text, dropdown_options,
-// select_dropdown, hover, evaluate, screenshot (offered in vision "auto"
+// read_value, select_dropdown, hover, evaluate, screenshot (offered in vision "auto"
 // only), search_page, find_elements, save_as_pdf, write_file, read_file,
 // replace_file, request_human (offered only when Settings.Human is set;
 // risk class read, since the action itself does nothing to the page; it
@@ -262,6 +263,9 @@ func DefaultRegistry() *Registry {
 			fmt.Fprintf(&b, "%d: %q value=%q%s\n", o.Index, o.Text, o.Value, mark)
 		}
 		return ActionResult{Text: fmt.Sprintf("Element %d has %d options (listed in read_state).", p.Index, len(res.Options)), ReadOnce: b.String()}, nil
+	}, WithRisk(RiskRead), TargetsElement()))
+	must(Register(r, "read_value", "The whole value of a field (the state cuts long values).", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
+		return ac.readValue(ctx, p.Index)
 	}, WithRisk(RiskRead), TargetsElement()))
 	must(Register(r, "select_dropdown", "By the option's text; clear: unselect the others.", func(ctx context.Context, ac *ActionContext, p SelectParams) (ActionResult, error) {
 		res, err := bus.Call(ctx, ac.Browser.Bus(), events.SelectDropdownOption, events.SelectDropdownOptionEvent{Target: events.Target{Index: p.Index}, Text: p.Text, Clear: p.Clear})
@@ -461,6 +465,50 @@ func (ac *ActionContext) extract(ctx context.Context, p ExtractParams) (ActionRe
 		r.Text += " Saved as " + name + "."
 	}
 	return r, nil
+}
+
+// readValueCap is how many characters of a value read_value puts in the
+// model's context; a longer value is saved whole to a file of the run's
+// file system, which the result names.
+const readValueCap = 10000
+
+// readValue reads an indexed field's whole value (events.ReadValue): the
+// observation cuts long values. Secrets are scrubbed from it; a password
+// field or one a person typed into is refused (events.ErrValueWithheld).
+func (ac *ActionContext) readValue(ctx context.Context, index int) (ActionResult, error) {
+	res, err := bus.Call(ctx, ac.Browser.Bus(), events.ReadValue, events.ReadValueEvent{Target: events.Target{Index: index}})
+	if err != nil {
+		return ActionResult{}, err
+	}
+	v := res.Value
+	if res.Kind == "select" {
+		var b strings.Builder
+		for _, o := range res.Selected {
+			fmt.Fprintf(&b, "%q value=%q\n", o.Text, o.Value)
+		}
+		v = strings.TrimSuffix(b.String(), "\n")
+	}
+	if v == "" {
+		return ActionResult{Text: fmt.Sprintf("Element %d (%s) is empty.", index, res.Kind)}, nil
+	}
+	if ac.agent != nil {
+		v = ac.agent.secrets.scrub(v)
+	}
+	n := utf8.RuneCountInString(v)
+	text := fmt.Sprintf("Read element %d's value (%s, %d characters, in read_state).", index, res.Kind, n)
+	if n > readValueCap {
+		more := ""
+		if ac.FileSystem != nil {
+			name := fmt.Sprintf("value_%d_%d.txt", index, time.Now().UnixNano()%1e6)
+			if err := ac.FileSystem.Write(name, v, false); err == nil {
+				text += " Saved whole as " + name + "."
+				more = "; the whole value is in " + name + " (read_file)"
+			}
+		}
+		cut := []rune(v)
+		v = string(cut[:readValueCap]) + fmt.Sprintf("\n[… %d more characters%s]", n-readValueCap, more)
+	}
+	return ActionResult{Text: text, ReadOnce: v}, nil
 }
 
 // switchTab focuses a tab through the bus.

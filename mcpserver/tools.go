@@ -214,6 +214,9 @@ func (s *Server) addTools() {
 		}
 		return action("select_dropdown", p)
 	})
+	addTool(s, &mcp.Tool{Name: "read_value", Annotations: ro, Description: "The whole value of a field (state cuts long values): an input's, a textarea's, a select's selected options, an editable element's text."}, func(in indexIn) handler {
+		return action("read_value", map[string]any{"index": in.Index})
+	})
 	addTool(s, &mcp.Tool{Name: "hover", Description: "Move the mouse over an element."}, func(in indexIn) handler {
 		return action("hover", map[string]any{"index": in.Index})
 	})

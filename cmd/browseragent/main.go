@@ -61,6 +61,7 @@ func commands() []command {
 		{"type", "session: type text into element N", runType},
 		{"select", "session: select an option of dropdown N", runSelect},
 		{"options", "session: list the options of dropdown N", runOptions},
+		{"value", "session: print the whole value of field N", runValue},
 		{"hover", "session: move the mouse over element N", runHover},
 		{"drag", "session: drag element N onto element M or by an offset", runDrag},
 		{"pdf", "session: print the text of the PDF the tab shows", runPDF},

@@ -218,7 +218,7 @@ func TestMCPStdio(t *testing.T) {
 		}
 		t.Logf("%d tools, %d bytes of JSON", len(names), size)
 		slices.Sort(names)
-		want := []string{"click", "drag", "extract", "find_elements", "find_text", "go_back", "hover", "keys", "navigate", "read_pdf", "run_task", "scroll", "search_page", "select", "state", "tabs", "type", "upload", "wait"}
+		want := []string{"click", "drag", "extract", "find_elements", "find_text", "go_back", "hover", "keys", "navigate", "read_pdf", "read_value", "run_task", "scroll", "search_page", "select", "state", "tabs", "type", "upload", "wait"}
 		if !slices.Equal(names, want) {
 			t.Fatalf("tools %v\nwant %v", names, want)
 		}

@@ -364,6 +364,13 @@ var (
 				return "dropdown_options", map[string]any{"index": i}, err
 			}
 		})
+	runValue = actionCmd("value", "N ", "Prints the whole value of field N (the state cuts long values): an input's, a textarea's, a select's selected options, an editable element's text.", 1, 1,
+		func(*flag.FlagSet) func([]string) (string, any, error) {
+			return func(pos []string) (string, any, error) {
+				i, err := index(pos[0], false)
+				return "read_value", map[string]any{"index": i}, err
+			}
+		})
 	runHover = actionCmd("hover", "N ", "Moves the mouse over element N (menus that open on hover).", 1, 1,
 		func(*flag.FlagSet) func([]string) (string, any, error) {
 			return func(pos []string) (string, any, error) {
