@@ -55,6 +55,12 @@ func (p *PageStats) fill(t *Tree) {
 		}
 		return true
 	})
+	// What a viewport-scoped capture left out still counts.
+	u := t.Unlisted
+	p.TotalElements += u.Elements
+	p.Links += u.Links
+	p.Inputs += u.Inputs
+	p.Images += u.Images
 	vp := t.Viewport
 	if vp.Height > 0 && t.ContentHeight > 0 {
 		p.PagesAbove = maxf(0, vp.ScrollY) / vp.Height

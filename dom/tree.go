@@ -151,7 +151,9 @@ type Tree struct {
 	// ContentHeight/Width of the main document (snapshot), 0 if unknown.
 	ContentWidth, ContentHeight float64
 	Viewport                    Viewport
-	nodeCount                   int
+	// Unlisted sums FrameInput.Unlisted over the stitched frames.
+	Unlisted  Unlisted
+	nodeCount int
 }
 
 // NodeCount returns the number of nodes in the tree.
@@ -271,6 +273,7 @@ func Build(input *PageInput, opts Options) (*Tree, error) {
 		mf.View = Rect{X: vp.ScrollX, Y: vp.ScrollY, W: cr.W, H: cr.H}
 	}
 	b.tree.Frames = append(b.tree.Frames, mf)
+	b.tree.Unlisted = main.in.Unlisted
 	b.tree.Root = b.build(main, main.in.Document, nil, mf)
 
 	// Attach OOPIFs; nested ones may need several passes.
@@ -374,6 +377,9 @@ func (b *builder) attachOOPIF(owner *Node, fd *frameData) {
 	f.View = contentBox(owner)
 	f.OffsetX, f.OffsetY = f.View.X-sx, f.View.Y-sy
 	b.tree.Frames = append(b.tree.Frames, f)
+	u := &b.tree.Unlisted
+	u.Elements, u.Links, u.Inputs, u.Images = u.Elements+fd.in.Unlisted.Elements, u.Links+fd.in.Unlisted.Links,
+		u.Inputs+fd.in.Unlisted.Inputs, u.Images+fd.in.Unlisted.Images
 	doc := b.build(fd, fd.in.Document, owner, f)
 	owner.ContentDocument = doc
 }

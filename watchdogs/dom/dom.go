@@ -392,7 +392,7 @@ func (w *Watchdog) observe(ctx context.Context, s *session.Session, ev events.Br
 	st.Elements = elements(obs.tree, obs.res.Map)
 	ps := obs.res.Stats
 	st.Stats = events.DOMStats{
-		Nodes:            obs.tree.NodeCount(),
+		Nodes:            obs.tree.NodeCount() + obs.tree.Unlisted.Elements, // what a walk left out counts
 		Interactive:      obs.res.Map.Len(),
 		Iframes:          ps.Iframes,
 		Links:            ps.Links,
@@ -451,6 +451,7 @@ func (w *Watchdog) capture(parent context.Context, s *session.Session, tab strin
 	}
 	// Walked targets: the nodes AX and the index need get their real ids.
 	resolveWalks(ctx, tree, walks, w.cfg.FullAXMaxElements, w.cfg.AXWait >= 0)
+	tResolve := time.Since(start)
 	if w.cfg.AXWait >= 0 {
 		wait := w.cfg.AXWait
 		if wait == 0 {
@@ -487,7 +488,7 @@ func (w *Watchdog) capture(parent context.Context, s *session.Session, tab strin
 	obs.elapsed = time.Since(start)
 	w.log.Debug("dom: observation", zap.Int("nodes", tree.NodeCount()), zap.Int("indexed", res.Map.Len()),
 		zap.Duration("gather", tGather), zap.Duration("build", tBuild-tGather),
-		zap.Duration("ax", tAX-tBuild), zap.Duration("serialize", obs.elapsed-tAX))
+		zap.Duration("resolve", tResolve-tBuild), zap.Duration("ax", tAX-tResolve), zap.Duration("serialize", obs.elapsed-tAX))
 	return obs, nil
 }
 
@@ -521,7 +522,7 @@ func (w *Watchdog) gather(ctx context.Context, cs *cdp.Session, frames []session
 				if margin == 0 {
 					margin = domDefaultThreshold
 				}
-				caps[i], errs[i] = captureWalk(ctx, sess, isPage, w.cfg.ListenerScanLimit, margin+WalkSlack)
+				caps[i], errs[i] = captureWalk(ctx, sess, isPage, w.cfg.ListenerScanLimit, margin+WalkSlack, w.cfg.AXWait >= 0)
 				if errs[i] == nil {
 					return
 				}
@@ -601,7 +602,8 @@ func (w *Watchdog) mergeAX(ctx context.Context, wait time.Duration, tree *dom.Tr
 		if sess == nil {
 			continue
 		}
-		full := w.cfg.FullAXMaxElements > 0 && counts[target] <= w.cfg.FullAXMaxElements
+		// A walked target's size includes what the walk left out.
+		full := w.cfg.FullAXMaxElements > 0 && counts[target]+fi.Unlisted.Elements <= w.cfg.FullAXMaxElements
 		ids := candidates[target]
 		children := childFrames[target]
 		if !full && len(ids) == 0 {

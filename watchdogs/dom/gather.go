@@ -60,11 +60,11 @@ type targetCapture struct {
 	wk *walker
 }
 
-// walkTarget captures one target with the viewport walker: the walk, layout
+// captureWalk captures one target with the viewport walker: the walk, layout
 // metrics, the probe (page only) and the click-listener scan, the last
 // three pipelined as in captureTarget. margin is how far beyond the
 // viewport nodes are listed.
-func captureWalk(ctx context.Context, cs *cdp.Session, isPage bool, listenerLimit int, margin float64) (*targetCapture, error) {
+func captureWalk(ctx context.Context, cs *cdp.Session, isPage bool, listenerLimit int, margin float64, warmAX bool) (*targetCapture, error) {
 	metR := cs.Send(ctx, page.CommandGetLayoutMetrics, cdpproto.Empty{})
 	var probeR *cdp.Reply
 	if isPage {
@@ -79,7 +79,7 @@ func captureWalk(ctx context.Context, cs *cdp.Session, isPage bool, listenerLimi
 			listeners = clickListeners(ctx, cs, listenerLimit)
 		}()
 	}
-	wk, werr := walkTarget(ctx, cs, margin)
+	wk, werr := walkTarget(ctx, cs, margin, warmAX)
 	out := &targetCapture{in: dom.FrameInput{
 		TargetID:  string(cs.TargetID()),
 		SessionID: string(cs.ID()),
@@ -114,6 +114,7 @@ func captureWalk(ctx context.Context, cs *cdp.Session, isPage bool, listenerLimi
 	out.in.Document = doc
 	out.in.Snapshot = snap
 	out.in.ClickListeners = wk.listeners(ctx, listeners)
+	out.in.Unlisted = wk.Unlisted
 	if out.metrics != nil {
 		out.in.Viewport = viewport(out.metrics)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/chromedp/cdproto/accessibility"
 	cdpproto "github.com/chromedp/cdproto/cdp"
 	cdpdom "github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/domsnapshot"
@@ -75,9 +76,10 @@ type walkRec struct {
 }
 
 type walkAnswer struct {
-	N     []walkRec `json:"n"`
-	Above int       `json:"above"`
-	Below int       `json:"below"`
+	Un    dom.Unlisted `json:"un"`
+	N     []walkRec    `json:"n"`
+	Above int          `json:"above"`
+	Below int          `json:"below"`
 }
 
 // walkPart is one walker call: its records and the page array holding
@@ -90,6 +92,7 @@ type walkPart struct {
 	rel    string
 	above  int
 	below  int
+	un     dom.Unlisted
 }
 
 // walker is the state of one target's walk, kept until the ids of the
@@ -107,6 +110,8 @@ type walker struct {
 	listen []int     // records with click listeners
 	Above  int
 	Below  int
+	// Unlisted counts the elements the walk left out, by kind.
+	Unlisted dom.Unlisted
 }
 
 type walkRef struct{ part, i int }
@@ -175,7 +180,7 @@ func (wk *walker) readAnswer(ctx context.Context, r *runtime.RemoteObject, exc *
 	if len(ans.N) == 0 || part.refs == "" {
 		return nil, fmt.Errorf("%w: empty answer", ErrWalk)
 	}
-	part.recs, part.above, part.below = ans.N, ans.Above, ans.Below
+	part.recs, part.above, part.below, part.un = ans.N, ans.Above, ans.Below, ans.Un
 	return part, nil
 }
 
@@ -187,6 +192,10 @@ func (wk *walker) add(p *walkPart) {
 	}
 	wk.Above += p.above
 	wk.Below += p.below
+	wk.Unlisted.Elements += p.un.Elements
+	wk.Unlisted.Links += p.un.Links
+	wk.Unlisted.Inputs += p.un.Inputs
+	wk.Unlisted.Images += p.un.Images
 }
 
 // objects returns the page objects of combined records ks (in the
@@ -261,7 +270,17 @@ func (wk *walker) describe(ctx context.Context, objs map[int]runtime.RemoteObjec
 // walkTarget walks one target's main frame document, then the closed
 // shadow roots and the same-process documents the page's script cannot
 // reach, grafted where they belong.
-func walkTarget(ctx context.Context, cs *cdp.Session, margin float64) (*walker, error) {
+//
+// With warmAX, the renderer is first asked for one AX node of the document
+// (its answer unused): Chrome then builds its accessibility cache before
+// the walk rather than within the wait for the candidates' AX nodes.
+func walkTarget(ctx context.Context, cs *cdp.Session, margin float64, warmAX bool) (*walker, error) {
+	if warmAX {
+		if d, err := cdpproto.Call(ctx, cs, cdpdom.GetDocument, cdpdom.GetDocumentParams{Depth: pagejs.Ptr(int64(0))}); err == nil && d.Root != nil {
+			cs.Send(ctx, accessibility.CommandGetPartialAXTree, accessibility.GetPartialAXTreeParams{
+				BackendNodeID: d.Root.BackendNodeID, FetchRelatives: pagejs.Ptr(false)})
+		}
+	}
 	world, err := cdpproto.Call(ctx, cs, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{
 		FrameID: cdpproto.FrameID(cs.TargetID()), WorldName: walkWorld, GrantUniveralAccess: pagejs.Ptr(true)})
 	if err != nil {
@@ -634,10 +653,12 @@ func (wk *walker) patchInput(fi *dom.FrameInput) {
 
 // release frees the walk's page objects, on a context of its own (the
 // capture's may be cancelled; leaking the group pins nodes in the page).
+//
+// It does not wait for the answer: the renderer may still be busy with AX
+// requests that outlived their wait, and the observation must not wait
+// behind them.
 func (wk *walker) release(ctx context.Context) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2e9)
-	defer cancel()
-	_ = wk.cs.Call(rctx, runtime.CommandReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: walkGroup}, nil)
+	wk.cs.Send(context.WithoutCancel(ctx), runtime.CommandReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: walkGroup})
 }
 
 // releaseWalks releases the page objects of every walk.
@@ -673,8 +694,7 @@ func resolveWalks(ctx context.Context, tree *dom.Tree, walks map[string]*walker,
 	})
 	cands := dom.AXCandidates(tree)
 	for t, wk := range walks {
-		_ = wk
-		if ax && fullAXMax > 0 && counts[t] <= fullAXMax {
+		if ax && fullAXMax > 0 && counts[t]+wk.Unlisted.Elements <= fullAXMax {
 			for _, n := range synth[t] {
 				byTarget[t] = append(byTarget[t], n)
 			}

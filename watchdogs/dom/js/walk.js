@@ -14,7 +14,15 @@
   const refs = [];
   const styleNames = opts.styles;
   const m = opts.margin;
-  const total = { above: 0, below: 0, skipped: 0 };
+  const total = { above: 0, below: 0 };
+  // What is not listed, counted for the page's statistics.
+  const un = { elements: 0, links: 0, inputs: 0, images: 0 };
+  const unlisted = (el, tag) => {
+    un.elements++;
+    if (tag === 'a') { if (el.hasAttribute('href')) un.links++; }
+    else if (tag === 'input' || tag === 'textarea' || tag === 'select') un.inputs++;
+    else if (tag === 'img') un.images++;
+  };
   const keep = (r, ox, oy) => {
     const top = r.top + oy, left = r.left + ox;
     if (top + r.height < -m) { total.above++; return false; }
@@ -63,7 +71,7 @@
     const isFrame = tag === 'iframe' || tag === 'frame';
     const always = isFrame || (tag === 'input' && (el.getAttribute('type') || '').toLowerCase() === 'file');
     // The common case on a long page: a leaf out of range costs nothing more.
-    if (!inRange && !always && !el.firstElementChild && !el.shadowRoot) return false;
+    if (!inRange && !always && !el.firstElementChild && !el.shadowRoot) { unlisted(el, tag); return false; }
     const idx = recs.length;
     const rec = { p, t: 1, nn: el.nodeName, ln: tag };
     if (rel) rec.rel = rel;
@@ -135,6 +143,7 @@
     }
     if (any || inRange || always) { fill(); return true; }
     recs.length = idx; refs.length = idx;
+    unlisted(el, tag);
     return false;
   }
 
@@ -172,5 +181,5 @@
   };
   ix.sort(cmp);
   for (let i = 0; i < ix.length; i++) { const r = recs[ix[i]]; r.po = i + 1; delete r.k; }
-  return [JSON.stringify({ n: recs, above: total.above, below: total.below }), refs];
+  return [JSON.stringify({ n: recs, above: total.above, below: total.below, un }), refs];
 }
