@@ -1,0 +1,79 @@
+package watchdogs
+
+import (
+	"encoding/base64"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	cdpproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+
+	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
+	"github.com/browseragent/browseragent/internal/wdtest"
+	"github.com/browseragent/browseragent/session"
+	"github.com/browseragent/browseragent/watchdogs/pdf"
+)
+
+// The defaults together: the observation of a PDF tab says it is one and
+// how many pages it has (the DOM watchdog asks the PDF watchdog), and
+// read_pdf's event reads a page of it.
+func TestDefaultsObservePDFTab(t *testing.T) {
+	s, env, _, ctx := wdtest.Connect(t, session.Profile{}, Defaults()...)
+	wdtest.Navigate(t, ctx, s, env.URL("/generated?n=400"))
+	ps, err := s.PageSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	printed, err := cdpproto.Call(ctx, ps, page.PrintToPDF, page.PrintToPDFParams{})
+	if err != nil {
+		t.Fatalf("printToPDF: %v", err)
+	}
+	doc, err := base64.StdEncoding.DecodeString(string(printed.Data))
+	if err != nil {
+		doc = []byte(printed.Data)
+	}
+	_, pages, err := pdf.Extract(doc)
+	if err != nil || len(pages) < 2 {
+		t.Fatalf("the printed fixture: %d pages, %v", len(pages), err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/pdf")
+		_, _ = w.Write(doc)
+	})}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close(); <-done })
+	u := "http://" + ln.Addr().String() + "/printed.pdf"
+	wdtest.Navigate(t, ctx, s, u)
+	// The viewer commits after the navigation's answer.
+	for {
+		var href string
+		if pagejs.Evaluate(ctx, ps, "location.href", &href) == nil && href == u {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the tab never showed the PDF")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	st, err := bus.Call(ctx, s.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.IsPDFViewer || st.PDFPages != len(pages) {
+		t.Fatalf("state: PDF %v with %d pages, want a PDF of %d", st.IsPDFViewer, st.PDFPages, len(pages))
+	}
+	res, err := bus.Call(ctx, s.Bus(), events.ReadPDF, events.ReadPDFEvent{First: 2})
+	if err != nil || len(res.Text) != 1 || res.Text[0].Text != pages[1] {
+		t.Fatalf("page 2: %+v, %v", res.Text, err)
+	}
+}
