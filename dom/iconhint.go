@@ -222,19 +222,10 @@ func styleIcon(n *Node) string {
 	if l == nil {
 		return ""
 	}
-	for _, v := range []string{l.Styles.Content, l.Styles.BackgroundImage} {
-		if w := cssURL(v); w != "" {
-			return w
-		}
+	if w := cssURL(l.Styles.ImageURL); w != "" {
+		return w
 	}
-	for _, st := range l.Pseudo {
-		for _, v := range []string{st.Content, st.BackgroundImage} {
-			if w := cssURL(v); w != "" {
-				return w
-			}
-		}
-	}
-	return ""
+	return cssURL(l.PseudoImageURL)
 }
 
 // maxIconScan bounds the descendants of a control searched for an icon.

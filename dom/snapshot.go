@@ -2,6 +2,7 @@ package dom
 
 import (
 	"fmt"
+	"strings"
 
 	cdpproto "github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/domsnapshot"
@@ -27,7 +28,9 @@ type Styles struct {
 	Overflow, OverflowX, OverflowY  string
 	Cursor, PointerEvents, Position string
 	BackgroundColor                 string
-	Content, BackgroundImage        string
+	// ImageURL is the content or background-image value that holds a
+	// url() (content first), "" when neither does: only icons need it.
+	ImageURL string
 }
 
 func (s *Styles) set(k int, v string) {
@@ -52,10 +55,10 @@ func (s *Styles) set(k int, v string) {
 		s.Position = v
 	case 9:
 		s.BackgroundColor = v
-	case 10:
-		s.Content = v
-	case 11:
-		s.BackgroundImage = v
+	case 10, 11:
+		if s.ImageURL == "" && strings.Contains(v, "url(") {
+			s.ImageURL = v
+		}
 	}
 }
 
@@ -77,10 +80,10 @@ type Layout struct {
 	HasTextValue    bool
 	InputChecked    bool
 	OptionSelected  bool
-	// Pseudo holds the styles of the node's rendered pseudo elements
-	// (::before, ::after, ::marker), in snapshot order.
-	Pseudo   []Styles
-	docIndex int
+	// PseudoImageURL is the first ImageURL of the node's rendered pseudo
+	// elements (::before, ::after, ::marker), in snapshot order.
+	PseudoImageURL string
+	docIndex       int
 }
 
 // snapLookup maps backend node ids of one target to decoded layout data.
@@ -218,8 +221,8 @@ func decodeSnapshot(s *domsnapshot.CaptureSnapshotResult, scale float64) (*snapL
 				if i < 0 || i >= int64(n) {
 					return nil, badSnap("document %d pseudoType: node index %d out of range", di, i)
 				}
-				if host := d.Nodes.ParentIndex[i]; host >= 0 && host < int64(n) && per[i].HasLayout {
-					per[host].Pseudo = append(per[host].Pseudo, per[i].Styles)
+				if host := d.Nodes.ParentIndex[i]; host >= 0 && host < int64(n) && per[host].PseudoImageURL == "" {
+					per[host].PseudoImageURL = per[i].Styles.ImageURL
 				}
 			}
 		}
