@@ -323,7 +323,7 @@ func (c *DirCache) Put(ctx context.Context, key string, e *CacheEntry) error {
 // element alone. Left out, so that a step holding one is never stored:
 //   - done: its answer comes from page content the fingerprint does not
 //     cover (and it would end a later run on a stale answer);
-//   - extract, dropdown_options, search_page, find_elements, screenshot,
+//   - extract, dropdown_options, read_value, search_page, find_elements, screenshot,
 //     evaluate, read_file: they read something for the model, which a
 //     skipped model call would never read (evaluate also runs script);
 //   - write_file, replace_file, save_as_pdf: their content comes from what

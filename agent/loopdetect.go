@@ -45,7 +45,7 @@ func actionKey(c ActionCall) (string, bool) {
 		return ""
 	}
 	switch c.Name {
-	case "click", "hover", "dropdown_options":
+	case "click", "hover", "dropdown_options", "read_value":
 		return c.Name + ":" + num("index"), true
 	case "input":
 		return "input:" + num("index") + ":" + str("text"), true
