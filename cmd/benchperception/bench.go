@@ -79,7 +79,10 @@ func bench(parent context.Context, o options, log io.Writer) (result, error) {
 		res.Browser = v.Product
 	}
 
-	s := watchdogs.NewSession(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew})
+	// A 50k-element capture on a busy machine can keep Chrome silent for
+	// longer than the default stall timeout (10 s), which would end the
+	// connection; the benchmark measures, it does not judge liveness.
+	s := watchdogs.NewSession(session.Profile{CDPURL: env.Browser.WebSocketURL(), ConnectTab: session.ConnectTabNew, StallTimeout: o.StallTimeout})
 	if err := s.Start(ctx); err != nil {
 		return res, fmt.Errorf("session: %w", err)
 	}

@@ -40,6 +40,8 @@ type options struct {
 	JSON bool
 	// Timeout bounds the whole run (default 30 min).
 	Timeout time.Duration
+	// StallTimeout is the session's cdp stall timeout (default 2 min).
+	StallTimeout time.Duration
 	// FromJSON renders a previous --json run instead of measuring.
 	FromJSON string
 }
@@ -82,6 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.PlaywrightVersion, "playwright-version", DefaultPlaywrightVersion, "playwright-core version to install when missing")
 	fs.BoolVar(&o.JSON, "json", false, "print JSON instead of the table")
 	fs.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "bound on the whole run")
+	fs.DurationVar(&o.StallTimeout, "stall-timeout", 2*time.Minute, "how long the browser may stay silent before the connection is given up (the session's default is 10 s)")
 	fs.StringVar(&o.FromJSON, "from-json", "", "render the table of a previous --json run (a file) instead of measuring")
 	if err := fs.Parse(args); err != nil {
 		return o, errUsage
