@@ -14,13 +14,13 @@ import (
 // ::before/::after).
 
 // meaningWords are words that say what an icon control does or points at.
-var meaningWords = wordSet(`up down left right top bottom close x trash delete remove more next prev previous
+var meaningWords = wordSet(`up down left right top bottom close trash delete remove more next prev previous
 back forward search menu hamburger edit add plus minus new save settings gear cog home cart basket user account
 profile share download upload print refresh reload play pause stop mute volume expand collapse filter sort help
 info question star heart like favorite bell notification mail email message chat phone calendar date clock time
-copy paste cut undo redo zoom in out check ok cancel arrow caret chevron first last open dots ellipsis kebab
+copy paste cut undo redo zoom check ok cancel arrow caret chevron first last dots ellipsis kebab
 options send attach attachment link lock unlock logout login signout signin camera image photo video map location
-pin bookmark flag tag folder file list grid view hide show eye visibility fullscreen maximize minimize
+pin bookmark flag folder file eye fullscreen maximize minimize
 increment decrement`)
 
 // utilityWords make a token about layout, size, state or styling.
@@ -29,7 +29,12 @@ disabled enabled state default primary secondary tertiary success danger warning
 regular fw flex inline block clearfix pull float fixed sticky relative absolute col cols row rows gap mt mb ml mr
 mx my pt pb pl pr px py m p w h d text bg border rounded shadow align justify items self order wrap nowrap hidden
 visible sr screen reader no js has is tr tl br bl widget helper reset clickable pointer transparent round circle
-square ripple waves effect theme variant size color`)
+square ripple waves effect theme variant size color fade in out show slide animated`)
+
+// layoutWords place or align a box: a token with one is layout even with a
+// direction in it (pull-right, text-left, ui-corner-tr, mt-2).
+var layoutWords = wordSet(`corner pull float text align justify col offset fixed sticky border rounded mt mb ml
+mr mx my pt pb pl pr px py ms me ps pe m p gap order flex items self position inset margin padding`)
 
 // iconSets are icon-font and sprite prefixes: fa-trash names trash.
 var iconSets = wordSet(`fa fas far fab fal fad glyphicon bi icon icons ico ic ion ionicons mdi ti la las lab
@@ -111,6 +116,11 @@ func classMeaning(tok string) int {
 		return 0
 	}
 	utility, meaning, numeric := false, false, false
+	for _, w := range words {
+		if layoutWords[w] {
+			return 0
+		}
+	}
 	for _, w := range words {
 		switch {
 		case meaningWords[w]:

@@ -15,6 +15,8 @@ func TestRankedClasses(t *testing.T) {
 		{"fa fa-fw fa-paper-plane", "fa-paper-plane"},
 		{"col-md-6 flex items-center card-header", "card-header"},
 		{"MenuToggle", "MenuToggle"},
+		{"pull-right text-left float-end fade in show", ""},
+		{"modal-close pull-right", "modal-close"},
 	} {
 		got, _ := rankedClasses(c.class, 1)
 		if got != c.want {
