@@ -63,6 +63,7 @@ type doc struct {
 	url   string
 	title string
 	pages []string // text of each page; computed at first read
+	err   error    // the document is not a readable PDF
 }
 
 // New returns the PDF watchdog for cfg (defaults applied).
@@ -135,10 +136,19 @@ func (w *Watchdog) read(ctx context.Context, s *session.Session, ev events.ReadP
 	key := fmt.Sprintf("%s %s %.3f", ps.TargetID(), pr.URL, pr.Origin)
 	d := w.cached(key)
 	if d == nil {
-		if d, err = w.load(ctx, s, key); err != nil {
+		d, err = w.load(ctx, s, key)
+		if err != nil {
+			if ctx.Err() == nil && (errors.Is(err, events.ErrNotPDF) || errors.Is(err, events.ErrPDFUnreadable)) {
+				// The same document fails the same way: an observation of
+				// an HTML page at a .pdf URL does not fetch it every step.
+				w.keep(&doc{key: key, err: err})
+			}
 			return res, err
 		}
 		w.keep(d)
+	}
+	if d.err != nil {
+		return res, d.err
 	}
 	res.Pages, res.Title = len(d.pages), d.title
 	if ev.InfoOnly {

@@ -36,6 +36,7 @@ type site struct {
 	mu   sync.Mutex
 	pdf  []byte
 	hits atomic.Int64
+	fake atomic.Int64 // requests for /fake.pdf, an HTML page
 }
 
 func newSite(t *testing.T) *site {
@@ -58,6 +59,12 @@ func newSite(t *testing.T) *site {
 		w.Header().Set("Content-Type", "application/pdf")
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = w.Write(b)
+	})
+	mux.HandleFunc("/fake.pdf", func(w http.ResponseWriter, _ *http.Request) {
+		st.fake.Add(1)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write([]byte("<!doctype html><title>Not found</title><p>No such report."))
 	})
 	st.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
@@ -227,5 +234,21 @@ func TestExtractRejectsGarbage(t *testing.T) {
 		if _, _, err := Extract(b); !errors.Is(err, events.ErrPDFUnreadable) {
 			t.Errorf("Extract(%q): %v, want ErrPDFUnreadable", b, err)
 		}
+	}
+}
+
+// A .pdf URL that answers HTML is no PDF: ErrNotPDF, and a second read of
+// the same document does not fetch it again (an observation asks every
+// step).
+func TestReadPDFHTMLAtPDFURL(t *testing.T) {
+	h := start(t, Config{})
+	h.navigate("/fake.pdf")
+	for i := 0; i < 2; i++ {
+		if _, err := bus.Call(h.ctx, h.s.Bus(), events.ReadPDF, events.ReadPDFEvent{InfoOnly: true}); !errors.Is(err, events.ErrNotPDF) {
+			t.Fatalf("read %d: %v, want ErrNotPDF", i+1, err)
+		}
+	}
+	if n := h.site.fake.Load(); n != 2 {
+		t.Errorf("/fake.pdf was requested %d times, want 2 (the navigation and one fetch)", n)
 	}
 }
