@@ -1,6 +1,7 @@
 package dom
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -159,4 +160,45 @@ func uaElements(t *dom.Tree) (els, inputs int) {
 		rec(t.Root, false)
 	}
 	return els, inputs
+}
+
+// TestDOMWWalkerFailureFallsBack: a walk that fails (here a walker that
+// throws) does not become an empty page: the target is captured in full,
+// with the same text, and FullCapture skips the walker.
+func TestDOMWWalkerFailureFallsBack(t *testing.T) {
+	env, s, w := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-forms.html"))
+	tab := s.FocusedTab()
+	cs, err := s.PageSession(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := w.capture(ctx, s, tab, cs)
+	if err != nil || good.page.wk == nil {
+		t.Fatalf("walked capture: %v (walker used %v)", err, err == nil && good.page.wk != nil)
+	}
+	saved := walkJS
+	walkJS = "(root, opts) => { throw new Error('walker broken on purpose'); }"
+	defer func() { walkJS = saved }()
+	if _, err := walkTarget(ctx, cs, 1200, false); !errors.Is(err, ErrWalk) {
+		t.Fatalf("a throwing walker: %v, want ErrWalk", err)
+	}
+	obs, err := w.capture(ctx, s, tab, cs)
+	if err != nil {
+		t.Fatalf("capture with a broken walker: %v", err)
+	}
+	if obs.page.wk != nil {
+		t.Fatal("the broken walker's capture was used")
+	}
+	if obs.res.Text != good.res.Text || !strings.Contains(obs.res.Text, "Send") {
+		t.Fatalf("fallback text differs:\n--- walker\n%s\n--- fallback\n%s", good.res.Text, obs.res.Text)
+	}
+	walkJS = saved
+	w.cfg.FullCapture = true
+	defer func() { w.cfg.FullCapture = false }()
+	obs, err = w.capture(ctx, s, tab, cs)
+	if err != nil || obs.page.wk != nil || obs.res.Text != good.res.Text {
+		t.Fatalf("FullCapture: %v, walker used %v", err, err == nil && obs.page.wk != nil)
+	}
 }
