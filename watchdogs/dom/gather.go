@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,6 +103,9 @@ func captureWalk(ctx context.Context, cs *cdp.Session, isPage bool, listenerLimi
 	if werr != nil {
 		if wk != nil {
 			wk.release(ctx)
+		}
+		if !errors.Is(werr, ErrWalk) {
+			werr = fmt.Errorf("%w: %w", ErrWalk, werr)
 		}
 		return nil, werr
 	}
