@@ -264,7 +264,7 @@ func DefaultRegistry() *Registry {
 		}
 		return ActionResult{Text: fmt.Sprintf("Element %d has %d options (listed in read_state).", p.Index, len(res.Options)), ReadOnce: b.String()}, nil
 	}, WithRisk(RiskRead), TargetsElement()))
-	must(Register(r, "read_value", "The whole value of a field (the state cuts long values).", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
+	must(Register(r, "read_value", "", func(ctx context.Context, ac *ActionContext, p IndexParams) (ActionResult, error) {
 		return ac.readValue(ctx, p.Index)
 	}, WithRisk(RiskRead), TargetsElement()))
 	must(Register(r, "select_dropdown", "By the option's text; clear: unselect the others.", func(ctx context.Context, ac *ActionContext, p SelectParams) (ActionResult, error) {
