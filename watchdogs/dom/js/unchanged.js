@@ -12,12 +12,12 @@
 // one never probed): its signature is a baseline, not evidence.
 // remote counts the iframes it cannot enter (other processes: the caller
 // probes their targets). It first waits for the next animation frame (at
-// most 1 s: a busy page draws slowly), when Chrome fires the scroll and resize events still
+// most 250 ms: a busy page draws slowly, a tab behind another may not draw), when Chrome fires the scroll and resize events still
 // pending: a container scrolled by script an instant ago is then counted.
 (async () => {
   // A hidden document draws no frames: do not wait for one.
   const framed = !document.hidden && await new Promise((resolve) => {
-    const t = setTimeout(() => resolve(false), 1000);
+    const t = setTimeout(() => resolve(false), 250);
     requestAnimationFrame(() => { clearTimeout(t); resolve(true); });
   });
   const KEY = '__browseragentUnchanged';
@@ -134,6 +134,6 @@
     scrollX, scrollY, innerWidth, innerHeight, devicePixelRatio,
     globalThis.visualViewport ? visualViewport.scale : 1,
     remote, undef, sheets, values.length, ae ? ae.localName + '#' + (ae.id || '') : ''].join('|');
-  // No frame within 1 s (a hidden or stuck tab): pending scrolls are unknown.
+  // No frame within 250 ms (a hidden, covered or stuck tab): pending scrolls are unknown.
   return { fresh: fresh || !framed, sig, remote };
 })()
