@@ -181,7 +181,7 @@ func DefaultRegistry() *Registry {
 		}
 		return r, err
 	}, WithRisk(RiskInput), TargetsElement()))
-	must(Register(r, "upload_file", "index: the file input or one next to it; path: from available_file_paths or your files.", func(ctx context.Context, ac *ActionContext, p UploadParams) (ActionResult, error) {
+	must(Register(r, "upload_file", "index: a file input or next to one; path: from available_file_paths or your files.", func(ctx context.Context, ac *ActionContext, p UploadParams) (ActionResult, error) {
 		path, err := ac.uploadPath(p.Path)
 		if err != nil {
 			return ActionResult{}, err
@@ -212,7 +212,7 @@ func DefaultRegistry() *Registry {
 		}
 		return ActionResult{Text: fmt.Sprintf("Closed tab %s.", TabRef(id))}, nil
 	}, WithRisk(RiskNavigate)))
-	must(Register(r, "extract", "One question about the page's whole text (once per question).", func(ctx context.Context, ac *ActionContext, p ExtractParams) (ActionResult, error) {
+	must(Register(r, "extract", "One question (once) about the page's whole text.", func(ctx context.Context, ac *ActionContext, p ExtractParams) (ActionResult, error) {
 		return ac.extract(ctx, p)
 	}, WithRisk(RiskRead)))
 	must(Register(r, "scroll", "Default: the page, down 1 page.", func(ctx context.Context, ac *ActionContext, p ScrollParams) (ActionResult, error) {

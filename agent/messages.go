@@ -208,10 +208,8 @@ func (a *Agent) stepPrompt(st *events.BrowserState, n, i int, offered []ActionSp
 	add(llm.RoleUser, "agent_history_end", "</agent_history>\n", true)
 
 	b.Reset()
-	if todo, err := a.fs.Read("todo.md"); err == nil {
-		if strings.TrimSpace(todo) == "" {
-			todo = "(empty)"
-		}
+	// An empty todo.md is left out: it told the model nothing, every step.
+	if todo, err := a.fs.Read("todo.md"); err == nil && strings.TrimSpace(todo) != "" {
 		fmt.Fprintf(&b, "<todo_contents>\n%s\n</todo_contents>\n", todo)
 	}
 	if fsd := a.fs.describe(); fsd != "" {

@@ -27,21 +27,27 @@ func registerReadPDF(r *Registry, must func(error)) {
 }
 
 // stateSpecific names the actions offered only on pages where they apply
-// (read_pdf: a PDF tab), listed with the page's state rather than in the
-// system prompt, which stays the same on every step.
-func stateSpecific(name string) bool { return name == "read_pdf" }
+// (read_pdf: a PDF tab; read_value: a field whose value the state shows
+// cut), listed with the page's state rather than in the system prompt,
+// which stays the same on every step.
+func stateSpecific(name string) bool { return name == "read_pdf" || name == "read_value" }
 
-// pdfActions drops read_pdf from a step's actions unless its tab shows a
-// PDF.
+// valueCutMark is what the element text writes after a cut value (dom's
+// moreChars: "… 1,240 more chars (read_value)").
+const valueCutMark = " more chars (read_value)"
+
+// pdfActions drops the state-specific actions from a step's actions where
+// they do not apply: read_pdf unless the tab shows a PDF, read_value unless
+// a value is cut in the element text.
 func pdfActions(specs []ActionSpec, st *events.BrowserState) []ActionSpec {
-	if st != nil && st.IsPDFViewer {
-		return specs
-	}
+	pdf := st != nil && st.IsPDFViewer
+	cut := st != nil && strings.Contains(st.DOMText, valueCutMark)
 	out := specs[:0:0]
 	for _, s := range specs {
-		if s.Name != "read_pdf" {
-			out = append(out, s)
+		if (s.Name == "read_pdf" && !pdf) || (s.Name == "read_value" && !cut) {
+			continue
 		}
+		out = append(out, s)
 	}
 	return out
 }

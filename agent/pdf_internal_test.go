@@ -76,3 +76,26 @@ func TestDragParamsRefusedBeforeTheBrowser(t *testing.T) {
 		}
 	}
 }
+
+// read_value is offered with the page state only when a value is shown cut
+// (dom writes "… N more chars (read_value)" after it), not on every step.
+func TestReadValueOfferedOnlyWithACutValue(t *testing.T) {
+	specs := DefaultRegistry().offered("https://example.com/", nil, nil, false)
+	has := func(ss []ActionSpec) bool {
+		for _, s := range ss {
+			if s.Name == "read_value" {
+				return true
+			}
+		}
+		return false
+	}
+	if !has(specs) {
+		t.Fatal("read_value is not a built-in")
+	}
+	if has(pdfActions(specs, &events.BrowserState{DOMText: `[3]<textarea value="short" />`})) {
+		t.Error("read_value offered with no cut value")
+	}
+	if !has(pdfActions(specs, &events.BrowserState{DOMText: `[3]<textarea value="Dear…"… 1,240 more chars (read_value) />`})) {
+		t.Error("read_value not offered beside a cut value")
+	}
+}

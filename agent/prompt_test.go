@@ -235,10 +235,14 @@ func TestRenderPromptMatchesTheRun(t *testing.T) {
 	for _, pt := range p.Parts {
 		names[pt.Name] = true
 	}
-	for _, n := range []string{"system", "actions", "user_request", "agent_history", "history_step", "agent_history_end", "agent_state", "agent_files", "browser_state", "elements", "browser_state_end", "step_info"} {
+	for _, n := range []string{"system", "actions", "user_request", "agent_history", "history_step", "agent_history_end", "agent_state", "browser_state", "elements", "browser_state_end", "step_info"} {
 		if !names[n] {
 			t.Errorf("no %q part", n)
 		}
+	}
+	// An empty todo.md is not shown: agent_files has nothing to say yet.
+	if names["agent_files"] {
+		t.Error("an agent_files part with nothing in it")
 	}
 	// An overridden system prompt still gets the action list.
 	o, err := agent.RenderPrompt(agent.Settings{OverrideSystemPrompt: "Custom rules."}, "x", &st)
