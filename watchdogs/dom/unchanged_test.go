@@ -10,6 +10,7 @@ import (
 	cdpproto "github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
 
+	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/events"
 	"github.com/browseragent/browseragent/internal/pagejs"
@@ -134,6 +135,49 @@ func TestDOMWUnchanged(t *testing.T) {
 		eval(fs, `document.getElementById('framed').textContent = 'Frame changed'`)
 	})
 	change("window scroll", "", func() { eval(cs, `window.scrollTo(0, 40)`) })
+	change("details toggle", "Details body", func() { eval(cs, `document.getElementById('det').open = true`) })
+	change("same-process frame added", "Same frame", func() {
+		eval(cs, `const f = document.createElement('iframe'); f.id = 'same'; f.srcdoc = '<p>Same frame</p>';
+			new Promise((ok) => { f.onload = ok; document.body.prepend(f); })`)
+	})
+	change("same-process frame's text", "Same changed", func() {
+		eval(cs, `document.getElementById('same').contentDocument.querySelector('p').textContent = 'Same changed'`)
+	})
+}
+
+// TestDOMWUnchangedConcurrent: two observations of an unchanged tab at
+// once both serve the cached capture (run with -race: they serialize the
+// same tree together).
+func TestDOMWUnchangedConcurrent(t *testing.T) {
+	env, s, w := start(t, Config{})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-unchanged.html"))
+	first, _ := observeExpect(t, ctx, s, w, false, "first observation")
+	before := reusedCount(w)
+	type answer struct {
+		st  events.BrowserState
+		err error
+	}
+	out := make(chan answer, 2)
+	for range 2 {
+		go func() {
+			st, err := bus.Call(ctx, s.Bus(), events.BrowserStateRequest, events.BrowserStateRequestEvent{IncludeDOM: true},
+				bus.WithTimeout(2*testbrowser.Timeout))
+			out <- answer{st, err}
+		}()
+	}
+	for range 2 {
+		a := <-out
+		if a.err != nil || a.st.Error != "" {
+			t.Fatalf("concurrent observation: %v %s", a.err, a.st.Error)
+		}
+		if a.st.DOMText != first.DOMText || !maps.Equal(ids(first), ids(a.st)) {
+			t.Fatalf("concurrent observation differs:\n%s\n---\n%s", first.DOMText, a.st.DOMText)
+		}
+	}
+	if got := reusedCount(w) - before; got != 2 {
+		t.Fatalf("served again %d times, want 2", got)
+	}
 }
 
 // TestDOMWUnchangedClosedShadow: a page with a closed shadow root is

@@ -5,25 +5,22 @@
 // subtree) on the document, on every open shadow root and on every
 // same-process frame's document, found again whenever nodes are added;
 // and capturing listeners for what changes the view without a mutation
-// (typing, focus, scrolls of any container, hover, image loads, popover
-// toggles, animations, resizes). Each call returns a signature string:
+// (typing, focus, hover, image loads, popover toggles, animations). Each call returns a signature string:
 // equal signatures mean that nothing it watches changed in between.
 // fresh is true when this call installed the watch (a new document, or
 // one never probed): its signature is a baseline, not evidence.
 // remote counts the iframes it cannot enter (other processes: the caller
-// probes their targets). It first waits for the next animation frame (at
-// most 250 ms: a busy page draws slowly, a tab behind another may not draw), when Chrome fires the scroll and resize events still
-// pending: a container scrolled by script an instant ago is then counted.
-(async () => {
-  // A hidden document draws no frames: do not wait for one.
-  const framed = !document.hidden && await new Promise((resolve) => {
-    const t = setTimeout(() => resolve(false), 250);
-    requestAnimationFrame(() => { clearTimeout(t); resolve(true); });
-  });
+// probes their targets). It waits for nothing: a scroll's event waits for
+// the next frame (which a busy page draws late and a tab behind another
+// never draws), so every element's scroll offset is read directly and
+// compared with the previous call's, and the window's size and scroll are
+// in the signature (no scroll or resize listener: their events come a
+// frame later and would count a change already captured).
+(() => {
   const KEY = '__browseragentUnchanged';
   let st = globalThis[KEY];
   let fresh = false;
-  const events = ['input', 'change', 'focusin', 'focusout', 'scroll', 'scrollend', 'mouseover', 'mouseout',
+  const events = ['input', 'change', 'focusin', 'focusout', 'mouseover', 'mouseout',
     'pointerdown', 'pointerup', 'keydown', 'keyup', 'click', 'load', 'error', 'toggle', 'beforetoggle',
     'transitionend', 'transitionstart', 'animationstart', 'animationend', 'fullscreenchange', 'select',
     'reset', 'submit', 'play', 'pause', 'ended', 'durationchange'];
@@ -72,10 +69,9 @@
     st.scan = scan;
     watch(document);
     const onWindow = () => { st.changes++; };
-    for (const t of ['resize', 'hashchange', 'popstate', 'pageshow', 'visibilitychange']) {
+    for (const t of ['hashchange', 'popstate', 'pageshow', 'visibilitychange']) {
       globalThis.addEventListener(t, onWindow, { capture: true, passive: true });
     }
-    if (globalThis.visualViewport) globalThis.visualViewport.addEventListener('resize', onWindow, { passive: true });
   }
   // Deliver what the observers hold but have not reported yet.
   for (const mo of st.observers) {
@@ -109,6 +105,14 @@
       // Open shadow roots inside frame documents are in st.shadows.
     }
     undef += root.querySelectorAll(':not(:defined)').length;
+    // Scrolled elements by position in their root (moving the scroll from
+    // one box to another changes it too).
+    const all = root.querySelectorAll('*');
+    for (let i = 0; i < all.length; i++) {
+      const el = all[i];
+      const top = el.scrollTop, left = el.scrollLeft;
+      if (top || left) values.push('s' + i + ':' + top + ':' + left);
+    }
     for (const c of root.querySelectorAll('input, textarea, select')) {
       if (c.localName === 'select') values.push(c.selectedIndex);
       else if (c.type === 'checkbox' || c.type === 'radio') values.push(c.checked ? 1 : 0);
@@ -124,8 +128,9 @@
       }
     }
   }
-  // Values set by script fire no event: they are compared in the page
-  // with the previous call's (a password's too; nothing leaves the page).
+  // Values set by script and scrolls fire no event in time: they are
+  // compared in the page with the previous call's (a password's too;
+  // nothing leaves the page).
   const vs = values.join('\u0001');
   if (st.values !== undefined && st.values !== vs) st.changes++;
   st.values = vs;
@@ -134,6 +139,5 @@
     scrollX, scrollY, innerWidth, innerHeight, devicePixelRatio,
     globalThis.visualViewport ? visualViewport.scale : 1,
     remote, undef, sheets, values.length, ae ? ae.localName + '#' + (ae.id || '') : ''].join('|');
-  // No frame within 250 ms (a hidden, covered or stuck tab): pending scrolls are unknown.
-  return { fresh: fresh || !framed, sig, remote };
+  return { fresh, sig, remote };
 })()
