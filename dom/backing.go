@@ -24,23 +24,28 @@ const (
 
 // backingWidget returns the visible widget drawn for sel when sel is a
 // <select> hidden by a select-replacement plugin, else nil. The widget is
-// an element next to the select (or next to the wrapper hiding it, up to
-// maxBackingHops levels up): visible, and either showing the selected
-// option's text or named like a dropdown (class tokens, role combobox or
-// listbox, aria-haspopup).
+// an element next to the select (or next to the collapsed wrapper hiding
+// it, up to maxBackingHops levels up): visible, and showing the selected
+// option's text, or, when no option with text is chosen, named like a
+// dropdown (class tokens, role combobox or listbox, aria-haspopup). A
+// select inside a container that is not rendered has no widget.
 func backingWidget(sel *Node) *Node {
 	if sel == nil || sel.Type != ElementNode || sel.Tag != "select" || !hiddenSelect(sel) {
 		return nil
 	}
-	chosen := selectedOption(sel)
+	chosen, texts := backingChoice(sel)
 	cur := sel
 	for hops := 0; hops <= maxBackingHops && cur.Parent != nil && cur.Parent.Type == ElementNode; hops++ {
-		if w := widgetNear(cur, chosen); w != nil {
+		if w := widgetNear(cur, chosen, texts); w != nil {
 			return w
 		}
 		cur = cur.Parent
-		if cssVisible(cur) && cur.Bounds.W > 1 && cur.Bounds.H > 1 {
-			return nil // a shown container: the widget would be its child
+		if !collapsedWrapper(cur) {
+			// A shown container: the widget would be its child. A container
+			// that is not rendered (a closed modal, a hidden tab) hides the
+			// select with everything near it: what is shown beyond it is
+			// not this select's widget.
+			return nil
 		}
 	}
 	return nil
@@ -64,6 +69,17 @@ func hiddenSelect(sel *Node) bool {
 	return false
 }
 
+// collapsedWrapper reports an element that hides what it holds by its
+// size alone, as a plugin's wrapper does: rendered (not display:none, not
+// visibility:hidden) and at most a pixel wide or high.
+func collapsedWrapper(n *Node) bool {
+	l := n.Layout
+	if l == nil || !l.HasLayout || strings.EqualFold(l.Styles.Display, "none") || strings.EqualFold(l.Styles.Visibility, "hidden") {
+		return false
+	}
+	return n.Bounds.W <= 1 || n.Bounds.H <= 1
+}
+
 func clips(st Styles) bool {
 	for _, v := range []string{st.Overflow, st.OverflowX, st.OverflowY} {
 		if v == "hidden" || v == "clip" {
@@ -75,7 +91,7 @@ func clips(st Styles) bool {
 
 // widgetNear looks at the element siblings of n: the next two, then the
 // previous one.
-func widgetNear(n *Node, chosen string) *Node {
+func widgetNear(n *Node, chosen string, texts []string) *Node {
 	p := n.Parent
 	pos := -1
 	for i, c := range p.Children {
@@ -91,14 +107,14 @@ func widgetNear(n *Node, chosen string) *Node {
 	for i := pos + 1; i < len(p.Children) && seen < 2; i++ {
 		if c := p.Children[i]; c.Type == ElementNode {
 			seen++
-			if isWidget(c, chosen) {
+			if isWidget(c, chosen, texts) {
 				return c
 			}
 		}
 	}
 	for i := pos - 1; i >= 0; i-- {
 		if c := p.Children[i]; c.Type == ElementNode {
-			if isWidget(c, chosen) {
+			if isWidget(c, chosen, texts) {
 				return c
 			}
 			break
@@ -107,15 +123,57 @@ func widgetNear(n *Node, chosen string) *Node {
 	return nil
 }
 
-// isWidget reports whether w is a visible element that draws a dropdown.
-func isWidget(w *Node, chosen string) bool {
+// isWidget reports whether w is a visible element that draws a dropdown
+// for a select whose chosen option reads chosen and whose options read
+// texts.
+func isWidget(w *Node, chosen string, texts []string) bool {
 	if !w.Visible || formControls[w.Tag] || w.Tag == "label" || holdsSelect(w, 4) {
 		return false // another select's field is not this one's widget
 	}
-	if chosen != "" && strings.Contains(collapseSpace(visibleText(w, maxWidgetText)), chosen) {
+	if chosen == "" {
+		return namedLikeWidget(w, 3) // nothing chosen: the widget shows a placeholder
+	}
+	// Plugins draw the chosen option's text: a neighbour named like a
+	// dropdown that shows none of the options is some other control (a
+	// navigation menu next to a select kept hidden for no widget). Another
+	// option's text counts too: the capture may not hold a selection a
+	// script made.
+	wt := collapseSpace(visibleText(w, maxWidgetText))
+	if strings.Contains(wt, chosen) {
 		return true
 	}
-	return namedLikeWidget(w, 3)
+	for _, t := range texts {
+		if len([]rune(t)) > 1 && strings.HasPrefix(wt, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxBackingOptions bounds how many option texts a widget is compared with.
+const maxBackingOptions = 200
+
+// backingChoice returns the text of sel's chosen option (the one marked
+// selected, else the first, as a browser chooses: "" for a placeholder
+// option) and the texts of its first options.
+func backingChoice(sel *Node) (chosen string, texts []string) {
+	first, found, marked := "", false, false
+	eachOption(sel, func(o *Node) {
+		t := collapseSpace(optionText(o))
+		if !found {
+			first, found = t, true
+		}
+		if !marked && ((o.Layout != nil && o.Layout.OptionSelected) || o.HasAttr("selected")) {
+			chosen, marked = t, true
+		}
+		if len(texts) < maxBackingOptions {
+			texts = append(texts, t)
+		}
+	})
+	if !marked && !sel.HasAttr("multiple") {
+		chosen = first
+	}
+	return chosen, texts
 }
 
 // namedLikeWidget reports a dropdown's name on w or its descendants
