@@ -40,6 +40,10 @@ var (
 	// ErrPDFUnreadable: the bytes are not a PDF the reader understands
 	// (damaged, encrypted, an image-only scan has no text instead).
 	ErrPDFUnreadable = errors.New("the PDF cannot be read")
+	// ErrPDFTooLarge: the document is over the PDF watchdog's size cap
+	// (pdf.Config.MaxBytes); its bytes were dropped as they came. The
+	// error wraps ErrPDFUnreadable too.
+	ErrPDFTooLarge = errors.New("the PDF is over the size cap")
 )
 
 // ReadPDF reads a PDF's text (30 s).

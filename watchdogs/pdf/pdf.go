@@ -211,13 +211,14 @@ func (w *Watchdog) load(ctx context.Context, s *session.Session, key string) (*d
 		return nil, err
 	}
 	var f struct {
-		URL    string `json:"url"`
-		Status int    `json:"status"`
-		Type   string `json:"type"`
-		Size   int    `json:"size"`
-		TooBig bool   `json:"tooBig"`
-		Data   string `json:"data"`
-		Error  string `json:"error"`
+		URL        string `json:"url"`
+		Status     int    `json:"status"`
+		Type       string `json:"type"`
+		Size       int    `json:"size"`
+		TooBig     bool   `json:"tooBig"`
+		Redirected bool   `json:"redirected"`
+		Data       string `json:"data"`
+		Error      string `json:"error"`
 	}
 	if err := pagejs.Evaluate(ctx, ps, fmt.Sprintf("(%s)(%d)", strings.TrimSpace(fetchJS), w.cfg.MaxBytes), &f); err != nil {
 		return nil, fmt.Errorf("pdf: fetching the document in the tab: %w", err)
@@ -225,10 +226,12 @@ func (w *Watchdog) load(ctx context.Context, s *session.Session, key string) (*d
 	switch {
 	case f.Error != "":
 		return nil, fmt.Errorf("pdf: the browser refused to fetch %s (%s); a URL the policy blocks is not read", f.URL, f.Error)
+	case f.Redirected:
+		return nil, fmt.Errorf("pdf: %s now redirects elsewhere; the redirect is not followed (navigate to where it leads, then read)", f.URL)
 	case f.Status >= 400 || f.Status == 0:
 		return nil, fmt.Errorf("pdf: fetching %s: HTTP %d", f.URL, f.Status)
 	case f.TooBig:
-		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte cap", events.ErrPDFUnreadable, f.URL, f.Size, w.cfg.MaxBytes)
+		return nil, fmt.Errorf("%w (%w): %s is over the %d-byte cap (%d bytes read when it stopped)", events.ErrPDFTooLarge, events.ErrPDFUnreadable, f.URL, w.cfg.MaxBytes, f.Size)
 	}
 	b, err := base64.StdEncoding.DecodeString(f.Data)
 	if err != nil {
@@ -237,7 +240,7 @@ func (w *Watchdog) load(ctx context.Context, s *session.Session, key string) (*d
 	if !bytes.HasPrefix(bytes.TrimLeft(b, "\x00\t\r\n "), []byte("%PDF-")) {
 		return nil, fmt.Errorf("%w: %s answered %q, not a PDF", events.ErrNotPDF, f.URL, f.Type)
 	}
-	title, pages, err := Extract(b)
+	title, pages, err := ExtractContext(ctx, b)
 	if err != nil {
 		return nil, err
 	}
@@ -252,12 +255,32 @@ func (w *Watchdog) logger(s *session.Session) *zap.Logger {
 	return s.Logger().Named(Name)
 }
 
-// Extract returns a PDF's title and the text of each of its pages, rows
-// in reading order (top to bottom), words of a row separated by spaces. A
-// page without text (a scan) is "". Bytes the reader cannot parse (damaged,
-// encrypted) are an error wrapping events.ErrPDFUnreadable; the reader's
-// panics on malformed input are errors too.
+// Bounds of the page tree Extract walks: a hostile document's tree can
+// point back at itself or claim any count.
+const (
+	// MaxPages is the most pages Extract reads; a document with more is
+	// an error wrapping events.ErrPDFUnreadable.
+	MaxPages = 10000
+	// maxTreeDepth bounds the nesting of /Pages nodes (real documents nest
+	// a few levels; a cycle nests forever).
+	maxTreeDepth = 64
+	// maxTreeNodes bounds the page tree nodes visited.
+	maxTreeNodes = 4 * MaxPages
+)
+
+// Extract is ExtractContext without a deadline.
 func Extract(b []byte) (title string, pages []string, err error) {
+	return ExtractContext(context.Background(), b)
+}
+
+// ExtractContext returns a PDF's title and the text of each of its pages,
+// rows in reading order (top to bottom), words of a row separated by
+// spaces. A page without text (a scan) is "". Bytes the reader cannot
+// parse (damaged, encrypted), a page tree that loops, nests deeper than
+// 64 or holds over MaxPages pages, and the reader's panics on malformed
+// input are errors wrapping events.ErrPDFUnreadable. ctx is checked
+// between pages.
+func ExtractContext(ctx context.Context, b []byte) (title string, pages []string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			title, pages, err = "", nil, fmt.Errorf("%w: %v", events.ErrPDFUnreadable, r)
@@ -270,16 +293,25 @@ func Extract(b []byte) (title string, pages []string, err error) {
 	if t := r.Trailer().Key("Info").Key("Title"); !t.IsNull() {
 		title = strings.TrimSpace(t.Text())
 	}
-	n := r.NumPage()
-	for i := 1; i <= n; i++ {
-		p := r.Page(i)
+	// The reader's Page(i) walks the tree from the root for every page and
+	// follows a /Kids cycle forever; one bounded walk lists them all.
+	list, err := pageList(r.Trailer().Key("Root").Key("Pages"))
+	if err != nil {
+		return "", nil, err
+	}
+	n := len(list)
+	for i, v := range list {
+		if err := ctx.Err(); err != nil {
+			return "", nil, err
+		}
+		p := lpdf.Page{V: v}
 		if p.V.IsNull() {
 			pages = append(pages, "")
 			continue
 		}
 		rows, err := p.GetTextByRow()
 		if err != nil {
-			return "", nil, fmt.Errorf("%w: page %d: %v", events.ErrPDFUnreadable, i, err)
+			return "", nil, fmt.Errorf("%w: page %d: %v", events.ErrPDFUnreadable, i+1, err)
 		}
 		var sb strings.Builder
 		for _, row := range rows {
@@ -293,9 +325,47 @@ func Extract(b []byte) (title string, pages []string, err error) {
 		pages = append(pages, strings.TrimRight(sb.String(), "\n"))
 	}
 	if n == 0 {
-		return title, nil, errors.New("pdf: the document has no pages")
+		return title, nil, fmt.Errorf("%w: the document has no pages", events.ErrPDFUnreadable)
 	}
 	return title, pages, nil
+}
+
+// pageList lists the page tree's leaves in order, bounded by maxTreeDepth,
+// maxTreeNodes and MaxPages (a /Kids cycle hits the depth bound).
+func pageList(root lpdf.Value) ([]lpdf.Value, error) {
+	var (
+		out   []lpdf.Value
+		nodes int
+		walk  func(v lpdf.Value, depth int) error
+	)
+	walk = func(v lpdf.Value, depth int) error {
+		if depth > maxTreeDepth {
+			return fmt.Errorf("%w: the page tree nests deeper than %d (a loop?)", events.ErrPDFUnreadable, maxTreeDepth)
+		}
+		kids := v.Key("Kids")
+		for i := 0; i < kids.Len(); i++ {
+			if nodes++; nodes > maxTreeNodes {
+				return fmt.Errorf("%w: the page tree has over %d nodes", events.ErrPDFUnreadable, maxTreeNodes)
+			}
+			kid := kids.Index(i)
+			switch kid.Key("Type").Name() {
+			case "Pages":
+				if err := walk(kid, depth+1); err != nil {
+					return err
+				}
+			case "Page":
+				if len(out) >= MaxPages {
+					return fmt.Errorf("%w: the document has over %d pages", events.ErrPDFUnreadable, MaxPages)
+				}
+				out = append(out, kid)
+			}
+		}
+		return nil
+	}
+	if root.Key("Type").Name() != "Pages" {
+		return nil, nil
+	}
+	return out, walk(root, 0)
 }
 
 // rowText joins a row's glyph runs, with a space where they are apart by

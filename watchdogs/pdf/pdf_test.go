@@ -1,6 +1,7 @@
 package pdf
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/base64"
@@ -37,6 +38,14 @@ type site struct {
 	pdf  []byte
 	hits atomic.Int64
 	fake atomic.Int64 // requests for /fake.pdf, an HTML page
+	// big: requests for /big.pdf, whose first answer is the PDF and later
+	// ones an endless body without a length; bigSent counts what those
+	// wrote before the client hung up.
+	big, bigSent atomic.Int64
+	// moved: requests for /moved.pdf, whose first answer is the PDF and
+	// later ones a redirect to movedTo.
+	moved   atomic.Int64
+	movedTo string
 }
 
 func newSite(t *testing.T) *site {
@@ -65,6 +74,43 @@ func newSite(t *testing.T) *site {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = w.Write([]byte("<!doctype html><title>Not found</title><p>No such report."))
+	})
+	mux.HandleFunc("/big.pdf", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/pdf")
+		w.Header().Set("Cache-Control", "no-store")
+		if st.big.Add(1) == 1 {
+			st.mu.Lock()
+			b := st.pdf
+			st.mu.Unlock()
+			_, _ = w.Write(b)
+			return
+		}
+		chunk := bytes.Repeat([]byte("%padding\n"), 64<<10/9)
+		fl, _ := w.(http.Flusher)
+		for sent := 0; sent < 1<<30; sent += len(chunk) { // 1 GiB unless the reader stops
+			if _, err := w.Write(chunk); err != nil || r.Context().Err() != nil {
+				return
+			}
+			st.bigSent.Add(int64(len(chunk)))
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+	})
+	mux.HandleFunc("/moved.pdf", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if st.moved.Add(1) > 1 {
+			st.mu.Lock()
+			to := st.movedTo
+			st.mu.Unlock()
+			http.Redirect(w, r, to, http.StatusFound)
+			return
+		}
+		st.mu.Lock()
+		b := st.pdf
+		st.mu.Unlock()
+		w.Header().Set("Content-Type", "application/pdf")
+		_, _ = w.Write(b)
 	})
 	st.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
@@ -250,5 +296,74 @@ func TestReadPDFHTMLAtPDFURL(t *testing.T) {
 	}
 	if n := h.site.fake.Load(); n != 2 {
 		t.Errorf("/fake.pdf was requested %d times, want 2 (the navigation and one fetch)", n)
+	}
+}
+
+// A PDF over the cap, sent without a length, is dropped as it comes: the
+// read stops near the cap (never the whole body in memory) with
+// ErrPDFTooLarge, which wraps ErrPDFUnreadable.
+func TestReadPDFOverCapStreamed(t *testing.T) {
+	const maxBytes = 1 << 20
+	h := start(t, Config{MaxBytes: maxBytes})
+	h.navigate("/big.pdf")
+	_, err := bus.Call(h.ctx, h.s.Bus(), events.ReadPDF, events.ReadPDFEvent{First: 1})
+	if !errors.Is(err, events.ErrPDFTooLarge) || !errors.Is(err, events.ErrPDFUnreadable) {
+		t.Fatalf("err %v, want ErrPDFTooLarge and ErrPDFUnreadable", err)
+	}
+	if !strings.Contains(err.Error(), "cap") {
+		t.Errorf("err %v does not name the cap", err)
+	}
+	if h.site.big.Load() != 2 {
+		t.Errorf("/big.pdf was requested %d times, want 2 (the navigation, one fetch)", h.site.big.Load())
+	}
+	// The server stops writing once the tab cancels the body; what it got
+	// out before is the cap plus the pipes' buffers, far from 1 GiB.
+	if sent := h.site.bigSent.Load(); sent > 64<<20 {
+		t.Errorf("the server sent %d bytes before the read stopped", sent)
+	}
+}
+
+// A PDF whose URL redirects when fetched again is not followed there: the
+// host it points at (one the policy refuses) sees no request, whatever the
+// policy's scope.
+func TestReadPDFRedirectNotFollowed(t *testing.T) {
+	var elsewhere atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		elsewhere.Add(1)
+		w.Header().Set("Content-Type", "application/pdf")
+		_, _ = w.Write([]byte("%PDF-1.4 not for you"))
+	}), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = other.Serve(ln) }()
+	t.Cleanup(func() { _ = other.Close(); <-done })
+	otherURL := "http://" + ln.Addr().String() + "/secret.pdf"
+	pol := security.URLPolicyFunc(func(_ context.Context, r security.URLRequest) error {
+		if strings.HasPrefix(r.URL, "http://"+ln.Addr().String()) {
+			return fmt.Errorf("%w: not that host", security.ErrURLBlocked)
+		}
+		return nil
+	})
+	for _, scope := range []security.Scope{security.ScopeRequests, security.ScopeNavigations} {
+		t.Run(string(scope), func(t *testing.T) {
+			h := start(t, Config{Keep: -1}, security.New(security.Config{Policy: pol, Scope: scope}))
+			h.site.mu.Lock()
+			h.site.movedTo = otherURL
+			h.site.mu.Unlock()
+			h.navigate("/moved.pdf")
+			_, err := bus.Call(h.ctx, h.s.Bus(), events.ReadPDF, events.ReadPDFEvent{First: 1})
+			if err == nil || !strings.Contains(err.Error(), "redirect") {
+				t.Fatalf("err %v, want the redirect named", err)
+			}
+			if h.site.moved.Load() != 2 {
+				t.Errorf("/moved.pdf was requested %d times, want 2", h.site.moved.Load())
+			}
+			if n := elsewhere.Load(); n != 0 {
+				t.Errorf("the refused host saw %d requests", n)
+			}
+		})
 	}
 }
