@@ -77,7 +77,8 @@ func truthy(v string) bool {
 //  8. onclick/onmousedown/onmouseup/onkeydown/onkeyup/tabindex attributes: yes
 //  9. a table row or cell (tr, td, th, or role/AX role row, cell,
 //     rowheader, columnheader): yes only inside a grid or treegrid (role
-//     or AX role on an ancestor) or with its own cursor: pointer (not
+//     or AX role on an ancestor; not its column headers without aria-sort
+//     nor their row) or with its own cursor: pointer (not
 //     inherited from its parent), or a cell holding no control whose table
 //     delegates clicks (a listener on its table, row group, or the table's
 //     parent or grandparent: a date picker's days); a plain table's rows
@@ -164,7 +165,10 @@ func IsInteractive(n *Node) bool {
 	if tablePart(n) {
 		// A table's rows and cells are layout unless the table is a grid
 		// (rules above decided listeners, handlers, tabindex and AX states).
-		return inGrid(n) || ownPointer(n) || delegatedCell(n)
+		if inGrid(n) {
+			return !columnHeaderRow(n) && !(columnHeader(n) && !n.HasAttr("aria-sort"))
+		}
+		return ownPointer(n) || delegatedCell(n)
 	}
 	if r, ok := n.LookupAttr("role"); ok && interactiveRoles[r] {
 		return true
@@ -244,6 +248,35 @@ func inGrid(n *Node) bool {
 		}
 	}
 	return false
+}
+
+// columnHeader reports a column's header cell: role columnheader (the
+// attribute, else the AX role), or a th in a thead.
+func columnHeader(n *Node) bool {
+	if r, ok := n.LookupAttr("role"); ok {
+		return strings.EqualFold(strings.TrimSpace(r), "columnheader")
+	}
+	if n.AX != nil && n.AX.Role != "" {
+		return n.AX.Role == "columnheader"
+	}
+	return n.Tag == "th" && n.Parent != nil && n.Parent.Parent != nil && n.Parent.Parent.Tag == "thead"
+}
+
+// columnHeaderRow reports a row of column headers: every element child a
+// column header. A grid's header row names columns; its cells act only
+// with their own signs (a listener, tabindex, aria-sort).
+func columnHeaderRow(n *Node) bool {
+	cells := 0
+	for _, c := range n.Children {
+		if c.Type != ElementNode {
+			continue
+		}
+		if !columnHeader(c) {
+			return false
+		}
+		cells++
+	}
+	return cells > 0
 }
 
 // ownPointer reports computed cursor: pointer that the element sets

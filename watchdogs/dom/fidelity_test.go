@@ -88,6 +88,15 @@ func testTableLayoutForm(t *testing.T, cfg Config) {
 	if _, ok := indexOf(st, "team-row-1"); !ok {
 		t.Errorf("selectable grid row not indexed:\n%s", text)
 	}
+	// Its header row names columns; a sortable header (aria-sort) acts.
+	for _, id := range []string{"team-head", "head-name"} {
+		if _, ok := indexOf(st, id); ok {
+			t.Errorf("grid header %s indexed:\n%s", id, text)
+		}
+	}
+	if _, ok := indexOf(st, "head-role"); !ok {
+		t.Errorf("sortable grid header not indexed:\n%s", text)
+	}
 	if t.Failed() {
 		t.Log(text)
 	}
