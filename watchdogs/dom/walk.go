@@ -73,6 +73,15 @@ type walkRec struct {
 	CH  int       `json:"ch"`
 	XO  int       `json:"xo"`
 	PO  int64     `json:"po"`
+	// PS: the element's rendered ::before/::after that draw an image.
+	PS []walkPseudo `json:"ps"`
+}
+
+// walkPseudo is a pseudo element of a record: its type ("before",
+// "after") and styles (dom.RequiredComputedStyles).
+type walkPseudo struct {
+	T string   `json:"t"`
+	S []string `json:"S"`
 }
 
 type walkAnswer struct {
@@ -274,7 +283,10 @@ func (wk *walker) describe(ctx context.Context, objs map[int]runtime.RemoteObjec
 // With warmAX, the renderer is first asked for one AX node of the document
 // (its answer unused): Chrome then builds its accessibility cache before
 // the walk rather than within the wait for the candidates' AX nodes.
-func walkTarget(ctx context.Context, cs *cdp.Session, margin float64, warmAX bool) (*walker, error) {
+//
+// On an error the walk's page objects are released: the caller gets no
+// walker to release.
+func walkTarget(ctx context.Context, cs *cdp.Session, margin float64, warmAX bool) (_ *walker, err error) {
 	if warmAX {
 		if d, err := cdpproto.Call(ctx, cs, cdpdom.GetDocument, cdpdom.GetDocumentParams{Depth: pagejs.Ptr(int64(0))}); err == nil && d.Root != nil {
 			cs.Send(ctx, accessibility.CommandGetPartialAXTree, accessibility.GetPartialAXTreeParams{
@@ -287,6 +299,11 @@ func walkTarget(ctx context.Context, cs *cdp.Session, margin float64, warmAX boo
 		return nil, fmt.Errorf("%w: isolated world: %w", ErrWalk, err)
 	}
 	wk := &walker{cs: cs, world: world.ExecutionContextID}
+	defer func() {
+		if err != nil {
+			wk.release(ctx)
+		}
+	}()
 	o := walkOptions{Margin: margin, Styles: dom.RequiredComputedStyles}
 	ob, _ := json.Marshal(o)
 	ev, err := cdpproto.Call(ctx, cs, runtime.Evaluate, runtime.EvaluateParams{
@@ -503,6 +520,20 @@ func (wk *walker) input() (*cdpproto.Node, *domsnapshot.CaptureSnapshotResult, e
 	wk.pos = make([]walkRef, total)
 	docOf := make([]int, total)
 	docIdx := map[int]int{}
+	// styleRow turns a record's style values into a layout styles row.
+	styleRow := func(vals []string) domsnapshot.ArrayOfStrings {
+		st := make(domsnapshot.ArrayOfStrings, len(dom.RequiredComputedStyles))
+		for i := range st {
+			v := ""
+			if i < len(vals) {
+				v = vals[i]
+			}
+			st[i] = int64(str(v))
+		}
+		return st
+	}
+	// Pseudo elements get ids past the records' (never resolved).
+	pseudoID := synthBase + cdpproto.BackendNodeID(total)
 	for k := 0; k < total; k++ {
 		if nodes[k].NodeType == dom.DocumentNode {
 			docIdx[k] = len(snap.Documents)
@@ -521,6 +552,13 @@ func (wk *walker) input() (*cdpproto.Node, *domsnapshot.CaptureSnapshotResult, e
 		ni := int64(len(nt.BackendNodeID))
 		wk.pos[k] = walkRef{docOf[k], int(ni)}
 		nt.BackendNodeID = append(nt.BackendNodeID, nodes[k].BackendNodeID)
+		// Parent rows, for the pseudo elements' hosts: a document's
+		// root row has none in its own table.
+		if pk := parentOf[k]; pk >= 0 && nodes[k].NodeType != dom.DocumentNode {
+			nt.ParentIndex = append(nt.ParentIndex, int64(wk.pos[pk].i))
+		} else {
+			nt.ParentIndex = append(nt.ParentIndex, -1)
+		}
 		r := wk.rec(k)
 		if r.IV != nil {
 			if nt.InputValue == nil {
@@ -554,18 +592,29 @@ func (wk *walker) input() (*cdpproto.Node, *domsnapshot.CaptureSnapshotResult, e
 		lt := d.Layout
 		lt.NodeIndex = append(lt.NodeIndex, ni)
 		lt.Bounds = append(lt.Bounds, domsnapshot.Rectangle(r.L))
-		st := make(domsnapshot.ArrayOfStrings, len(dom.RequiredComputedStyles))
-		for i := range st {
-			v := ""
-			if i < len(r.S) {
-				v = r.S[i]
-			}
-			st[i] = int64(str(v))
-		}
-		lt.Styles = append(lt.Styles, st)
+		lt.Styles = append(lt.Styles, styleRow(r.S))
 		lt.PaintOrders = append(lt.PaintOrders, r.PO)
 		lt.ClientRects = append(lt.ClientRects, domsnapshot.Rectangle(r.C))
 		lt.ScrollRects = append(lt.ScrollRects, domsnapshot.Rectangle(r.R))
+		// Each pseudo element: a row of its own under the host, laid out
+		// (at the host's bounds: only its styles are read).
+		for _, ps := range r.PS {
+			pi := int64(len(nt.BackendNodeID))
+			nt.BackendNodeID = append(nt.BackendNodeID, pseudoID)
+			pseudoID++
+			nt.ParentIndex = append(nt.ParentIndex, ni)
+			if nt.PseudoType == nil {
+				nt.PseudoType = &domsnapshot.RareStringData{}
+			}
+			nt.PseudoType.Index = append(nt.PseudoType.Index, pi)
+			nt.PseudoType.Value = append(nt.PseudoType.Value, str(ps.T))
+			lt.NodeIndex = append(lt.NodeIndex, pi)
+			lt.Bounds = append(lt.Bounds, domsnapshot.Rectangle(r.L))
+			lt.Styles = append(lt.Styles, styleRow(ps.S))
+			lt.PaintOrders = append(lt.PaintOrders, r.PO)
+			lt.ClientRects = append(lt.ClientRects, domsnapshot.Rectangle{})
+			lt.ScrollRects = append(lt.ScrollRects, domsnapshot.Rectangle{})
+		}
 	}
 	return &nodes[0], snap, nil
 }

@@ -1,6 +1,7 @@
 package dom
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/browseragent/browseragent/dom"
 	"github.com/browseragent/browseragent/internal/pagejs"
 	"github.com/browseragent/browseragent/internal/wdtest"
+	"github.com/browseragent/browseragent/session"
 )
 
 // walkPages are the fixture pages the package's tests observe.
@@ -31,6 +33,78 @@ func TestDOMWWalkerMatchesFullCapture(t *testing.T) {
 	ctx := wdtest.Ctx(t)
 	check := func(name string) {
 		t.Helper()
+		matchFullCapture(t, ctx, s, w, name)
+	}
+	for _, p := range walkPages {
+		wdtest.Navigate(t, ctx, s, env.URL(p))
+		check(p)
+	}
+	// A long page scrolled to its middle.
+	wdtest.Navigate(t, ctx, s, env.URL("/generated?n=5000"))
+	cs, err := s.PageSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h float64
+	if err := pagejs.Evaluate(ctx, cs, "(scrollTo(0, document.documentElement.scrollHeight/2), scrollY)", &h); err != nil || h <= 0 {
+		t.Fatalf("scroll: %v %v", h, err)
+	}
+	check("generated-5000 scrolled to the middle")
+}
+
+// TestDOMWWalkerHardPages: the pages where the walker's reading differs
+// from what Chrome renders (pseudo-element icons, a closed <details>'
+// content and content-visibility:hidden that still report boxes, paint
+// order over stacking contexts: a fixed header and a modal overlay over
+// content, transformed / translucent / filtered / isolated boxes, flex
+// order) give the same text as the full capture, and say what they must.
+// (The ::before icon is TestDOMWIconHints'.)
+func TestDOMWWalkerHardPages(t *testing.T) {
+	env, s, w := start(t, Config{Timeout: 2 * time.Minute})
+	ctx := wdtest.Ctx(t)
+	for _, p := range walkHardPages {
+		wdtest.Navigate(t, ctx, s, env.URL(p))
+		text := matchFullCapture(t, ctx, s, w, p)
+		switch p {
+		case "/dom-walk-details.html":
+			for _, hidden := range []string{"Hidden inside closed", "Closed details text", "Loose closed text", "Hidden link",
+				"Hidden inside nested", "Closed without summary", "Hidden until found", "Hidden by content-visibility"} {
+				if strings.Contains(text, hidden) {
+					t.Errorf("%s: %q is not rendered but is in the walker's text", p, hidden)
+				}
+			}
+			for _, shown := range []string{"Shipping options", "Payment", "Visible inside open", "More", "After all"} {
+				if !strings.Contains(text, shown) {
+					t.Errorf("%s: %q is missing from the walker's text", p, shown)
+				}
+			}
+		case "/dom-walk-stacking.html":
+			for _, shown := range []string{"id=home", "id=menu", "id=b-flex-top", "id=b-flex-under", "id=ok"} {
+				if !strings.Contains(text, shown) {
+					t.Errorf("%s: %s is not indexed", p, shown)
+				}
+			}
+			for _, covered := range []string{"id=b-lift", "id=b-veil", "id=b-blur", "id=b-iso", "id=b-modal-2", "id=b-modal-3"} {
+				if strings.Contains(text, covered) {
+					t.Errorf("%s: %s is covered but indexed", p, covered)
+				}
+			}
+		}
+		if t.Failed() {
+			t.Logf("%s walker text:\n%s", p, text)
+		}
+	}
+}
+
+// walkHardPages are the fixture pages of TestDOMWWalkerHardPages.
+var walkHardPages = []string{"/dom-walk-details.html", "/dom-walk-stacking.html"}
+
+// matchFullCapture observes the focused tab with the full capture and with
+// the viewport walker and fails t unless the texts and statistics are the
+// same; it returns the walker's text.
+func matchFullCapture(t *testing.T, ctx context.Context, s *session.Session, w *Watchdog, name string) string {
+	t.Helper()
+	{
 		tab := s.FocusedTab()
 		cs, err := s.PageSession(tab)
 		if err != nil {
@@ -62,22 +136,8 @@ func TestDOMWWalkerMatchesFullCapture(t *testing.T) {
 		if texts[0] != texts[1] {
 			t.Errorf("%s: walker text differs from the full capture's\n--- full\n%s\n--- walker\n%s", name, texts[0], texts[1])
 		}
+		return texts[1]
 	}
-	for _, p := range walkPages {
-		wdtest.Navigate(t, ctx, s, env.URL(p))
-		check(p)
-	}
-	// A long page scrolled to its middle.
-	wdtest.Navigate(t, ctx, s, env.URL("/generated?n=5000"))
-	cs, err := s.PageSession("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h float64
-	if err := pagejs.Evaluate(ctx, cs, "(scrollTo(0, document.documentElement.scrollHeight/2), scrollY)", &h); err != nil || h <= 0 {
-		t.Fatalf("scroll: %v %v", h, err)
-	}
-	check("generated-5000 scrolled to the middle")
 }
 
 // TestDOMWWalkerCountsFarElements: an element far below the viewport is
@@ -200,5 +260,28 @@ func TestDOMWWalkerFailureFallsBack(t *testing.T) {
 	obs, err = w.capture(ctx, s, tab, cs)
 	if err != nil || obs.page.wk != nil || obs.res.Text != good.res.Text {
 		t.Fatalf("FullCapture: %v, walker used %v", err, err == nil && obs.page.wk != nil)
+	}
+}
+
+// pollUntil calls cond until it holds or timeout has passed, retrying on a
+// ticker (the ticker paces the retries, the deadline bounds them: no fixed
+// sleep); it reports whether cond held.
+func pollUntil(timeout time.Duration, cond func() bool) bool {
+	if cond() {
+		return true
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if cond() {
+				return true
+			}
+		case <-deadline.C:
+			return cond()
+		}
 	}
 }

@@ -9,6 +9,9 @@
 // the caller can resolve the ones it indexes. Only nodes within margin of
 // the viewport (plus their ancestors, boxless nodes under such nodes,
 // iframes and file inputs anywhere) are listed; the rest is counted.
+// A listed element's rendered ::before/::after that draws an image
+// (content or background-image with url()) is reported on its record
+// (ps: [{t, S}]), as the full capture gives it a row of its own.
 (root, opts) => {
   const recs = [];
   const refs = [];
@@ -29,14 +32,37 @@
     if (top > opts.vh + m) { total.below++; return false; }
     return left < opts.vw + m && left + r.width > -m;
   };
-  // Approximate paint order: a key per node, its stacking ancestors'
-  // keys then [layer, z, order]; sorted at the end into ranks.
+  // Paint order, as the snapshot reports it: the rank of the node's paint
+  // layer (nodes without a layer of their own share their enclosing
+  // layer's). A layer's key is its enclosing layer's key then [list, z,
+  // flex order, tree order], the lists in painting order: negative z,
+  // normal flow (overflow clips), z auto or 0, positive z. Sorted at the
+  // end into ranks; equal keys get equal ranks. Flex and grid items paint
+  // in order-modified document order: an item's order holds for its
+  // layer.
   let order = 0;
   // Elements that may hold a closed shadow root (the page's script cannot
   // see one): custom elements, and empty elements of the tags that can.
   const hostTags = new Set(['article', 'aside', 'blockquote', 'body', 'div', 'footer', 'h1', 'h2', 'h3', 'h4',
     'h5', 'h6', 'header', 'main', 'nav', 'p', 'section', 'span']);
   const rectOf = (r, sx, sy) => [r.left + sx, r.top + sy, r.width, r.height];
+  const noRect = { left: 0, top: 0, width: 0, height: 0 };
+  // stacked: a computed style that gives its element a stacking paint
+  // layer (positioned, or a stacking context by another property).
+  const stacked = (cs) => cs.position !== 'static' || cs.opacity !== '1' || cs.transform !== 'none' ||
+    cs.filter !== 'none' || cs.isolation === 'isolate' || cs.mixBlendMode !== 'normal' || cs.clipPath !== 'none' ||
+    cs.backdropFilter !== 'none' || cs.perspective !== 'none' || (cs.maskImage && cs.maskImage !== 'none') ||
+    /transform|opacity|filter|perspective/.test(cs.willChange) || /paint|layout|strict|content/.test(cs.contain);
+  // pseudo reports el's rendered ::before/::after that draw an image.
+  const pseudo = (el, rec) => {
+    for (const pt of ['before', 'after']) {
+      const ps = getComputedStyle(el, '::' + pt);
+      const c = ps.content;
+      if (c === 'none' || c === 'normal' || ps.display === 'none') continue;
+      if (!c.includes('url(') && !ps.backgroundImage.includes('url(')) continue;
+      (rec.ps || (rec.ps = [])).push({ t: pt, S: styleNames.map((s) => ps.getPropertyValue(s)) });
+    }
+  };
 
   // visit lists node n (child of record p) and what it keeps below;
   // returns true when something was listed. ctx carries the document's
@@ -45,8 +71,8 @@
     const t = n.nodeType;
     if (t === 3) {
       if (!ctx.inRange || !/\S/.test(n.data)) return false;
-      const rec = { p, t: 3, v: n.data, k: ctx.key.concat([1, 0, order++]) };
-      {
+      const rec = { p, t: 3, v: n.data, k: ctx.key };
+      if (!ctx.locked) {
         const range = n.ownerDocument.createRange();
         range.selectNodeContents(n);
         const rs = range.getClientRects();
@@ -64,8 +90,11 @@
     const myOrder = order++;
     let cs = null;
     const style = () => cs || (cs = getComputedStyle(el));
-    const r = el.getBoundingClientRect();
-    const hasBox = (r.width > 0 || r.height > 0 || r.top !== 0 || r.left !== 0) || el.getClientRects().length > 0;
+    // Under content-visibility:hidden (a closed <details>' content,
+    // hidden=until-found) the rects are still reported, but nothing is
+    // rendered and the full capture has no layout for it.
+    const r = ctx.locked ? noRect : el.getBoundingClientRect();
+    const hasBox = !ctx.locked && ((r.width > 0 || r.height > 0 || r.top !== 0 || r.left !== 0) || el.getClientRects().length > 0);
     const inRange = hasBox ? keep(r, ctx.ox, ctx.oy) : ctx.inRange;
     const tag = el.localName;
     const isFrame = tag === 'iframe' || tag === 'frame';
@@ -76,21 +105,25 @@
     const rec = { p, t: 1, nn: el.nodeName, ln: tag };
     if (rel) rec.rel = rel;
     let key = ctx.key;
+    let fo = ctx.fo;
     if (inRange || always) {
-      const z = style().zIndex;
-      if (cs.position !== 'static' || z !== 'auto') {
+      style();
+      if (ctx.flex && cs.order !== '0') fo = parseInt(cs.order, 10) || 0;
+      // z-index applies to positioned elements and flex/grid items.
+      const z = cs.position !== 'static' || ctx.flex ? cs.zIndex : 'auto';
+      if (z !== 'auto' || stacked(cs)) {
         const zi = z === 'auto' ? 0 : parseInt(z, 10) || 0;
-        key = key.concat([zi < 0 ? 0 : zi > 0 ? 3 : 2, zi, myOrder]);
-        rec.k = key;
-      } else {
-        rec.k = key.concat([1, 0, myOrder]);
+        key = key.concat([zi < 0 ? 0 : zi > 0 ? 3 : 2, zi, fo, myOrder]);
+      } else if ((cs.overflowX !== 'visible' || cs.overflowY !== 'visible') && tag !== 'html' && tag !== 'body') {
+        key = key.concat([1, 0, fo, myOrder]);
       }
+      rec.k = key;
     }
     recs.push(rec); refs.push(el);
     const styles = inRange || always ? styleNames.map((s) => cs.getPropertyValue(s)) : null;
     const fill = () => {
       const st = style();
-      if (!rec.k) rec.k = key.concat([1, 0, myOrder]);
+      if (!rec.k) rec.k = key;
       const attrs = [];
       for (const a of el.attributes) attrs.push(a.name, a.value);
       rec.a = attrs;
@@ -102,6 +135,7 @@
         const can = (v) => v === 'auto' || v === 'scroll' || v === 'overlay';
         if (el !== el.ownerDocument.documentElement &&
             ((can(st.overflowY) && el.scrollHeight > el.clientHeight) || (can(st.overflowX) && el.scrollWidth > el.clientWidth))) rec.sc = 1;
+        if (inRange) pseudo(el, rec);
       }
     };
     if (tag === 'input') {
@@ -112,7 +146,9 @@
     } else if (tag === 'option' && el.selected) {
       rec.os = 1;
     }
-    const sub = { ox: ctx.ox, oy: ctx.oy, sx: ctx.sx, sy: ctx.sy, inRange, hasBox, styles, key, shadow: ctx.shadow };
+    const locked = ctx.locked || (cs !== null && cs.contentVisibility === 'hidden');
+    const sub = { ox: ctx.ox, oy: ctx.oy, sx: ctx.sx, sy: ctx.sy, inRange, hasBox, styles, key, shadow: ctx.shadow, locked,
+      fo: key === ctx.key ? fo : 0, flex: cs !== null && /flex|grid/.test(cs.display) };
     if (!styles) sub.styles = null;
     let any = false;
     const sr = el.shadowRoot;
@@ -126,7 +162,15 @@
       rec.ch = 1; // maybe a closed shadow host: the caller looks
       rec.o = [ctx.ox, ctx.oy];
     }
-    for (let c = el.firstChild; c; c = c.nextSibling) any = visit(c, idx, sub, '') || any;
+    if (tag === 'details' && !el.open && !locked) {
+      // Closed: only the first <summary> child is rendered.
+      const shut = Object.assign({}, sub, { locked: true });
+      let summary = null;
+      for (let c = el.firstElementChild; c && !summary; c = c.nextElementSibling) if (c.localName === 'summary') summary = c;
+      for (let c = el.firstChild; c; c = c.nextSibling) any = visit(c, idx, c === summary ? sub : shut, '') || any;
+    } else {
+      for (let c = el.firstChild; c; c = c.nextSibling) any = visit(c, idx, sub, '') || any;
+    }
     if (isFrame) {
       rec.fr = 1;
       let doc = null;
@@ -153,7 +197,7 @@
     const rec = { p, t: 9, nn: '#document', du: doc.URL, rel: 'doc', k: key,
       D: [se ? se.scrollWidth : 0, se ? se.scrollHeight : 0, sx, sy] };
     recs.push(rec); refs.push(doc);
-    const ctx = { ox, oy, sx, sy, inRange: true, hasBox: false, styles: null, key: key.concat([1, 0, order++]), shadow: false };
+    const ctx = { ox, oy, sx, sy, inRange: true, hasBox: false, styles: null, key: key.concat([1, 0, 0, order++]), shadow: false, locked: false, fo: 0, flex: false };
     for (let c = doc.firstChild; c; c = c.nextSibling) visit(c, di, ctx, '');
   }
 
@@ -165,7 +209,7 @@
     const w = root.ownerDocument.defaultView;
     const sx = w ? w.scrollX : 0, sy = w ? w.scrollY : 0;
     recs.push({ p: -1, t: 11, nn: '#document-fragment', sr: root.mode, k: [] }); refs.push(root);
-    const ctx = { ox: opts.ox, oy: opts.oy, sx, sy, inRange: !opts.hidden, hasBox: false, styles: null, key: [1, 0, 0], shadow: true };
+    const ctx = { ox: opts.ox, oy: opts.oy, sx, sy, inRange: !opts.hidden, hasBox: false, styles: null, key: [1, 0, 0, 0], shadow: true, locked: false, fo: 0, flex: false };
     const hs = root.host ? getComputedStyle(root.host) : null;
     ctx.hasBox = !!(root.host && root.host.getClientRects().length);
     ctx.styles = hs ? styleNames.map((s) => hs.getPropertyValue(s)) : null;
@@ -180,6 +224,11 @@
     return ka.length - kb.length;
   };
   ix.sort(cmp);
-  for (let i = 0; i < ix.length; i++) { const r = recs[ix[i]]; r.po = i + 1; delete r.k; }
+  let rank = 0;
+  for (let i = 0; i < ix.length; i++) {
+    if (i === 0 || cmp(ix[i - 1], ix[i]) !== 0) rank++;
+    recs[ix[i]].po = rank;
+  }
+  for (const r of recs) delete r.k;
   return [JSON.stringify({ n: recs, above: total.above, below: total.below, un }), refs];
 }
