@@ -179,14 +179,10 @@ func TestDOMWIframesAndCrossSiteClick(t *testing.T) {
 	var st events.BrowserState
 	// The cross-site frame's target attaches asynchronously; wait for it
 	// to show up in the observation.
-	deadline := time.Now().Add(testbrowser.Timeout)
-	for {
+	pollUntil(testbrowser.Timeout, func() bool {
 		st = wdtest.State(t, ctx, s)
-		if strings.Count(st.DOMText, "Frame button") >= 2 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return strings.Count(st.DOMText, "Frame button") >= 2
+	})
 	var same, cross *events.ElementInfo
 	tab := s.FocusedTab()
 	for _, e := range st.Elements {
@@ -464,16 +460,15 @@ func TestDOMWPendingRequests(t *testing.T) {
 	// The image starts after the load event; observe until it shows (the
 	// server holds it for 20 s).
 	var st events.BrowserState
-	found := false
-	for deadline := time.Now().Add(15 * time.Second); !found && time.Now().Before(deadline); {
+	found := pollUntil(15*time.Second, func() bool {
 		st = wdtest.State(t, ctx, s)
 		for _, u := range st.PendingRequests {
-			found = found || strings.Contains(u, "/slow?ms=20000")
+			if strings.Contains(u, "/slow?ms=20000") {
+				return true
+			}
 		}
-		if !found {
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+		return false
+	})
 	if !found {
 		t.Fatalf("pending requests %v: the slow image is still loading", st.PendingRequests)
 	}
@@ -509,11 +504,8 @@ func TestDOMWFramesListed(t *testing.T) {
 	ctx := wdtest.Ctx(t)
 	wdtest.Navigate(t, ctx, s, env.URL("/agent-captcha.html"))
 	var shown, hidden *events.FrameInfo
-	deadline := time.Now().Add(testbrowser.Timeout)
-	for shown == nil || hidden == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("frames %+v", wdtest.State(t, ctx, s).Frames)
-		}
+	// The frames load on their own.
+	if !pollUntil(testbrowser.Timeout, func() bool {
 		shown, hidden = nil, nil
 		for _, f := range wdtest.State(t, ctx, s).Frames {
 			switch {
@@ -523,9 +515,9 @@ func TestDOMWFramesListed(t *testing.T) {
 				hidden = &f
 			}
 		}
-		if shown == nil || hidden == nil {
-			time.Sleep(100 * time.Millisecond) // the frames load on their own
-		}
+		return shown != nil && hidden != nil
+	}) {
+		t.Fatalf("frames %+v", wdtest.State(t, ctx, s).Frames)
 	}
 	if !shown.Visible || hidden.Visible {
 		t.Fatalf("shown %+v, hidden %+v", shown, hidden)

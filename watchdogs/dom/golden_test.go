@@ -115,8 +115,8 @@ func TestDOMWRecordGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		var obs *observation
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		// Wait for the cross-site frame target to attach.
+		pollUntil(30*time.Second, func() bool {
 			w.mu.Lock()
 			w.prev = map[string]*dom.SelectorMap{}
 			w.mu.Unlock()
@@ -124,12 +124,8 @@ func TestDOMWRecordGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Wait for the cross-site frame target to attach.
-			if name != "iframes" || len(obs.input.Frames) > 1 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return name != "iframes" || len(obs.input.Frames) > 1
+		})
 		live := obs.res.Text + "\n--- stats: " + obs.res.Stats.String() + "\n"
 		b, err := jsonv2.Marshal(obs.input)
 		if err != nil {

@@ -3,7 +3,6 @@ package dom
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/browseragent/browseragent/events"
 	"github.com/browseragent/browseragent/internal/pagejs"
@@ -203,17 +202,15 @@ func TestDOMWEditableBodyInIframes(t *testing.T) {
 			var st events.BrowserState
 			var cross *events.ElementInfo
 			// The cross-site frame's target attaches asynchronously.
-			for deadline := time.Now().Add(testbrowser.Timeout); cross == nil && time.Now().Before(deadline); {
+			pollUntil(testbrowser.Timeout, func() bool {
 				st = wdtest.State(t, ctx, s)
 				for _, e := range st.Elements {
 					if e.Attributes["id"] == "ce-body" && e.TargetID != tab {
 						cross = &e
 					}
 				}
-				if cross == nil {
-					time.Sleep(100 * time.Millisecond)
-				}
-			}
+				return cross != nil
+			})
 			if cross == nil {
 				t.Fatalf("the cross-site editor's body has no index:\n%s", st.DOMText)
 			}
