@@ -32,7 +32,7 @@ var RequiredComputedStyles = []string{
 	// pseudoType whose parentIndex is the host, with a layout row and
 	// these styles): a capture path that builds its own snapshot gives
 	// each rendered ::before/::after such a row, or icons drawn there get
-	// no hint (the viewport walker does not yet).
+	// no hint (the viewport walker gives one to those that draw a url()).
 	"content",
 	"background-image",
 }
