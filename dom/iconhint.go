@@ -40,6 +40,29 @@ mr mx my pt pb pl pr px py ms me ps pe m p gap order flex items self position in
 var iconSets = wordSet(`fa fas far fab fal fad glyphicon bi icon icons ico ic ion ionicons mdi ti la las lab
 material oi octicon feather lucide ph bx bxs uil gg dashicons i svg sprite`)
 
+// iconStyleWords, first after an icon set's prefix, make the token one of
+// the set's styling classes (fa-solid, fa-2x, fa-spin, fa-pull-right,
+// material-symbols-outlined), not an icon's name.
+var iconStyleWords = wordSet(`solid regular light thin duotone sharp brands kit fw lg sm xs xl spin pulse
+rotate flip inverse stack beat bounce shake fade border pull li ul symbols outlined filled round rounded two
+tone twotone only`)
+
+// iconSetPrefix returns how many leading words of a class token are an
+// icon set's prefix (fa-, bi-, mdi-, ui-icon-, material-icons-): the set
+// word first, or second after jQuery UI's ui or another set's word; 0 when
+// none or nothing follows.
+func iconSetPrefix(words []string) int {
+	switch {
+	case len(words) < 2:
+		return 0
+	case iconSets[words[0]] && !(iconSets[words[1]] && len(words) > 2):
+		return 1
+	case len(words) > 2 && iconSets[words[1]] && (words[0] == "ui" || iconSets[words[0]]):
+		return 2
+	}
+	return 0
+}
+
 func wordSet(s string) map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(s) {
@@ -115,6 +138,15 @@ func classMeaning(tok string) int {
 	if len(words) == 0 {
 		return 0
 	}
+	if p := iconSetPrefix(words); p > 0 {
+		// An icon set's class names its icon after the prefix, whatever
+		// words it uses (fa-pen-to-square, ui-icon-closethick), unless the
+		// first of them styles the set's icons.
+		if first := words[p]; iconStyleWords[first] || iconSets[first] || isSizeWord(first) {
+			return 0
+		}
+		return 2
+	}
 	utility, meaning, numeric := false, false, false
 	for _, w := range words {
 		if layoutWords[w] {
@@ -136,9 +168,6 @@ func classMeaning(tok string) int {
 	}
 	if utility || numeric {
 		return 0
-	}
-	if len(words) > 1 && iconSets[words[0]] {
-		return 2 // fa-paper-plane, bi-gear-fill: the rest is the icon's name
 	}
 	if iconSets[words[0]] {
 		return 0 // fa, glyphicon, material-icons alone
@@ -199,8 +228,11 @@ func iconWord(s string) string {
 	s = strings.TrimSuffix(s, "@2x")
 	var keep []string
 	words := classWords(s)
-	for i, w := range words {
-		if isSizeWord(w) || utilityWords[w] && !meaningWords[w] || i == 0 && iconSets[w] && len(words) > 1 {
+	p := iconSetPrefix(words)
+	for _, w := range words[p:] {
+		// After an icon set's prefix every word is the icon's name
+		// (fa-circle-xmark, fa-pen-to-square).
+		if isSizeWord(w) || p == 0 && utilityWords[w] && !meaningWords[w] {
 			continue
 		}
 		keep = append(keep, w)

@@ -17,6 +17,20 @@ func TestRankedClasses(t *testing.T) {
 		{"MenuToggle", "MenuToggle"},
 		{"pull-right text-left float-end fade in show", ""},
 		{"modal-close pull-right", "modal-close"},
+		// Font Awesome 6: the style class is no icon; the icon's name is
+		// whatever follows fa-, even words that style elsewhere.
+		{"fa-solid fa-trash-can", "fa-trash-can"},
+		{"fa-regular fa-pen-to-square", "fa-pen-to-square"},
+		{"fa-brands fa-github", "fa-github"},
+		{"fa-solid fa-circle-xmark fa-lg", "fa-circle-xmark"},
+		{"fa-solid fa-magnifying-glass fa-pull-right", "fa-magnifying-glass"},
+		{"ui-icon ui-icon-closethick", "ui-icon-closethick"},
+		{"material-icons md-18", ""},
+		{"material-symbols-outlined", ""},
+		{"btn-icon-only", ""},
+		{"MuiIconButton-root MuiIconButton-sizeSmall", ""},
+		{"inline-flex items-center rounded-md p-2 text-gray-400 hover:bg-gray-100", ""},
+		{"h-6 w-6 shrink-0 text-indigo-600", ""},
 	} {
 		got, _ := rankedClasses(c.class, 1)
 		if got != c.want {
@@ -33,6 +47,9 @@ func TestIconWord(t *testing.T) {
 		"sprite.svg#i-settings":            "settings",
 		"https://cdn.x/icons/Close@2x.png": "close",
 		"fa-trash":                         "trash",
+		"fa-pen-to-square":                 "pen-to-square",
+		"fa-circle-xmark":                  "circle-xmark",
+		"ui-icon-circle-plus":              "circle-plus",
 	} {
 		if got := iconWord(in); got != want {
 			t.Errorf("iconWord(%q) = %q, want %q", in, got, want)
