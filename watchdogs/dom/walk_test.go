@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	cdpproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/runtime"
+
 	"github.com/browseragent/browseragent/dom"
 	"github.com/browseragent/browseragent/internal/pagejs"
+	"github.com/browseragent/browseragent/internal/testbrowser"
 	"github.com/browseragent/browseragent/internal/wdtest"
 	"github.com/browseragent/browseragent/session"
 )
@@ -283,5 +287,43 @@ func pollUntil(timeout time.Duration, cond func() bool) bool {
 		case <-deadline.C:
 			return cond()
 		}
+	}
+}
+
+// TestDOMWWalkerBusyPage: a page whose script holds the main thread during
+// a capture does not hold the observation: the walk is bounded by
+// Config.Timeout and the capture fails with a timeout error (the full
+// capture it falls back to cannot run either); once the script ends, the
+// walker is used again.
+func TestDOMWWalkerBusyPage(t *testing.T) {
+	env, s, w := start(t, Config{Timeout: 3 * time.Second})
+	ctx := wdtest.Ctx(t)
+	wdtest.Navigate(t, ctx, s, env.URL("/dom-forms.html"))
+	tab := s.FocusedTab()
+	cs, err := s.PageSession(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Never answered: the loop runs until terminated below.
+	cs.Send(ctx, runtime.CommandEvaluate, runtime.EvaluateParams{Expression: "for (;;) {}"})
+	obs, err := w.capture(ctx, s, tab, cs)
+	if err == nil {
+		t.Fatalf("a capture of a page stuck in a loop succeeded (walker used %v)", obs.page.wk != nil)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after") {
+		t.Fatalf("busy page: %v, want a timeout error", err)
+	}
+	if _, err := cdpproto.Call(ctx, cs, runtime.TerminateExecution, cdpproto.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	var obs2 *observation
+	if !pollUntil(testbrowser.Timeout, func() bool {
+		obs2, err = w.capture(ctx, s, tab, cs)
+		return err == nil && obs2.page.wk != nil
+	}) {
+		t.Fatalf("after the loop ended: %v", err)
+	}
+	if !strings.Contains(obs2.res.Text, "Send") {
+		t.Fatalf("after the loop ended:\n%s", obs2.res.Text)
 	}
 }
