@@ -135,6 +135,13 @@ func TestDOMWUnchanged(t *testing.T) {
 		eval(fs, `document.getElementById('framed').textContent = 'Frame changed'`)
 	})
 	change("window scroll", "", func() { eval(cs, `window.scrollTo(0, 40)`) })
+	change("multiple select's first option by script", "", func() {
+		eval(cs, `document.getElementById('multi').options[0].selected = true`)
+	})
+	change("multiple select's second option by script", "", func() {
+		eval(cs, `document.getElementById('multi').options[2].selected = true`)
+	})
+	change("indeterminate by script", "", func() { eval(cs, `document.getElementById('tri').indeterminate = true`) })
 	change("details toggle", "Details body", func() { eval(cs, `document.getElementById('det').open = true`) })
 	change("same-process frame added", "Same frame", func() {
 		eval(cs, `const f = document.createElement('iframe'); f.id = 'same'; f.srcdoc = '<p>Same frame</p>';

@@ -72,6 +72,8 @@
     for (const t of ['hashchange', 'popstate', 'pageshow', 'visibilitychange']) {
       globalThis.addEventListener(t, onWindow, { capture: true, passive: true });
     }
+    // A web font that arrives re-lays out the text with no event on the document.
+    if (document.fonts) document.fonts.addEventListener('loadingdone', onWindow);
   }
   // Deliver what the observers hold but have not reported yet.
   for (const mo of st.observers) {
@@ -114,8 +116,11 @@
       if (top || left) values.push('s' + i + ':' + top + ':' + left);
     }
     for (const c of root.querySelectorAll('input, textarea, select')) {
-      if (c.localName === 'select') values.push(c.selectedIndex);
-      else if (c.type === 'checkbox' || c.type === 'radio') values.push(c.checked ? 1 : 0);
+      if (c.localName === 'select') {
+        // A multiple select's second selected option moves no selectedIndex.
+        if (!c.multiple) values.push(c.selectedIndex);
+        else values.push(Array.from(c.selectedOptions, (o) => o.index).join(','));
+      } else if (c.type === 'checkbox' || c.type === 'radio') values.push((c.checked ? 1 : 0) + (c.indeterminate ? 2 : 0));
       else values.push(c.value.length + ':' + c.value.slice(0, 4096));
     }
     const d = root.nodeType === 9 ? root : null;
