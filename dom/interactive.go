@@ -74,7 +74,8 @@ func truthy(v string) bool {
 //     AX checked/expanded/pressed/selected present: yes; AX
 //     required/autocomplete/keyshortcuts set: yes
 //  7. native tags button, input, select, textarea, a, details, summary, option, optgroup: yes
-//  8. onclick/onmousedown/onmouseup/onkeydown/onkeyup/tabindex attributes: yes
+//  8. onclick/onmousedown/onmouseup/onkeydown/onkeyup/tabindex attributes,
+//     draggable="true": yes
 //  9. a table row or cell (tr, td, th, or role/AX role row, cell,
 //     rowheader, columnheader): yes only inside a grid or treegrid (role
 //     or AX role on an ancestor; not its column headers without aria-sort
@@ -161,6 +162,9 @@ func IsInteractive(n *Node) bool {
 		if n.HasAttr(a) {
 			return true
 		}
+	}
+	if strings.EqualFold(n.Attr("draggable"), "true") {
+		return true // an HTML5 drag source (a card, a list item): drag takes its index
 	}
 	if tablePart(n) {
 		// A table's rows and cells are layout unless the table is a grid

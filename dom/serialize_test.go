@@ -157,6 +157,8 @@ func TestInteractivityRules(t *testing.T) {
 		{"tag option", E("option").At(0, 0, 300, 300), true},
 		{"onclick", E("div").A("onclick", "f()").At(0, 0, 300, 300), true},
 		{"tabindex", E("div").A("tabindex", "-1").At(0, 0, 300, 300), true},
+		{"draggable", E("div").A("draggable", "true").At(0, 0, 300, 300), true},
+		{"draggable false", E("div").A("draggable", "false").At(0, 0, 300, 300), false},
 		{"role button", E("div").A("role", "button").At(0, 0, 300, 300), true},
 		{"role gridcell", E("div").A("role", "gridcell").At(0, 0, 300, 300), true},
 		{"role presentation", E("div").A("role", "presentation").At(0, 0, 300, 300), false},
