@@ -131,7 +131,7 @@ func (w *Watchdog) read(ctx context.Context, s *session.Session, ev events.ReadP
 	}
 	res.URL = pr.URL
 	if pr.Type != "application/pdf" && !IsPDFURL(pr.URL) {
-		return res, fmt.Errorf("%w: %s is a %s document; read_pdf is for a tab that shows a PDF", events.ErrNotPDF, pr.URL, pr.Type)
+		return res, fmt.Errorf("%w: %s is a %s document; read_pdf is for a tab that shows a PDF (a PDF the site sends as a download is saved, not shown, and is not read)", events.ErrNotPDF, pr.URL, pr.Type)
 	}
 	key := fmt.Sprintf("%s %s %.3f", ps.TargetID(), pr.URL, pr.Origin)
 	d := w.cached(key)

@@ -112,6 +112,14 @@ func newSite(t *testing.T) *site {
 		w.Header().Set("Content-Type", "application/pdf")
 		_, _ = w.Write(b)
 	})
+	mux.HandleFunc("/attached.pdf", func(w http.ResponseWriter, _ *http.Request) {
+		st.mu.Lock()
+		b := st.pdf
+		st.mu.Unlock()
+		w.Header().Set("Content-Type", "application/pdf")
+		w.Header().Set("Content-Disposition", `attachment; filename="report.pdf"`)
+		_, _ = w.Write(b)
+	})
 	st.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = st.srv.Serve(ln) }()
@@ -365,5 +373,19 @@ func TestReadPDFRedirectNotFollowed(t *testing.T) {
 				t.Errorf("the refused host saw %d requests", n)
 			}
 		})
+	}
+}
+
+// A PDF served as an attachment is downloaded, not shown: the tab keeps
+// the page it had, and read_pdf says so (ErrNotPDF naming downloads).
+func TestReadPDFAttachmentIsNotShown(t *testing.T) {
+	h := start(t, Config{})
+	_, _ = bus.Call(h.ctx, h.s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: h.site.base + "/attached.pdf"})
+	_, err := bus.Call(h.ctx, h.s.Bus(), events.ReadPDF, events.ReadPDFEvent{First: 1})
+	if !errors.Is(err, events.ErrNotPDF) {
+		t.Fatalf("err %v, want ErrNotPDF", err)
+	}
+	if !strings.Contains(err.Error(), "download") {
+		t.Errorf("err %v does not say a downloaded PDF is not read", err)
 	}
 }
