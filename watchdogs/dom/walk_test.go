@@ -72,12 +72,14 @@ func TestDOMWWalkerHardPages(t *testing.T) {
 		switch p {
 		case "/dom-walk-details.html":
 			for _, hidden := range []string{"Hidden inside closed", "Closed details text", "Loose closed text", "Hidden link",
-				"Hidden inside nested", "Closed without summary", "Hidden until found", "Hidden by content-visibility"} {
+				"Hidden inside nested", "Closed without summary", "Hidden until found", "Hidden by content-visibility",
+				"Unslotted light"} {
 				if strings.Contains(text, hidden) {
 					t.Errorf("%s: %q is not rendered but is in the walker's text", p, hidden)
 				}
 			}
-			for _, shown := range []string{"Shipping options", "Payment", "Visible inside open", "More", "After all"} {
+			for _, shown := range []string{"Shipping options", "Payment", "Visible inside open", "More", "After all",
+				"Closed root button"} {
 				if !strings.Contains(text, shown) {
 					t.Errorf("%s: %q is missing from the walker's text", p, shown)
 				}

@@ -42,10 +42,28 @@
   // layer.
   let order = 0;
   // Elements that may hold a closed shadow root (the page's script cannot
-  // see one): custom elements, and empty elements of the tags that can.
+  // see one): custom elements, and elements of the tags that can that are
+  // empty or whose children draw nothing.
   const hostTags = new Set(['article', 'aside', 'blockquote', 'body', 'div', 'footer', 'h1', 'h2', 'h3', 'h4',
     'h5', 'h6', 'header', 'main', 'nav', 'p', 'section', 'span']);
   const rectOf = (r, sx, sy) => [r.left + sx, r.top + sy, r.width, r.height];
+  // unrendered: the first few children of a box draw nothing (light
+  // children a shadow root does not slot look so; so do hidden ones).
+  const unrendered = (el) => {
+    let seen = 0;
+    for (let c = el.firstChild; c && seen < 5; c = c.nextSibling) {
+      if (c.nodeType === 1) {
+        if (c.getClientRects().length) return false;
+        seen++;
+      } else if (c.nodeType === 3 && /\S/.test(c.data)) {
+        const range = c.ownerDocument.createRange();
+        range.selectNodeContents(c);
+        if (range.getClientRects().length) return false;
+        seen++;
+      }
+    }
+    return seen > 0;
+  };
   const noRect = { left: 0, top: 0, width: 0, height: 0 };
   // stacked: a computed style that gives its element a stacking paint
   // layer (positioned, or a stacking context by another property).
@@ -158,7 +176,7 @@
       let got = false;
       for (let c = sr.firstChild; c; c = c.nextSibling) got = visit(c, si, Object.assign({}, sub, { shadow: true }), '') || got;
       if (!got && !inRange) { recs.length = si; refs.length = si; } else any = true;
-    } else if ((inRange || always) && (tag.includes('-') || (!el.firstChild && hostTags.has(tag)))) {
+    } else if ((inRange || always) && (tag.includes('-') || (hostTags.has(tag) && (!el.firstChild || (hasBox && unrendered(el)))))) {
       rec.ch = 1; // maybe a closed shadow host: the caller looks
       rec.o = [ctx.ox, ctx.oy];
     }
