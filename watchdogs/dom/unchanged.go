@@ -155,7 +155,11 @@ func (w *Watchdog) observeTab(ctx context.Context, s *session.Session, tab strin
 		return w.capture(ctx, s, tab, cs)
 	}
 	frames := s.FrameTargets(tab)
-	sigs, ok := probeUnchanged(ctx, cs, frames)
+	// Bounded like a capture: a frame whose renderer hangs must not hold
+	// the observation (a failed probe only means capturing).
+	pctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	sigs, ok := probeUnchanged(pctx, cs, frames)
+	cancel()
 	if prev := w.unch.get(tab); prev != nil && ok && !events && maps.Equal(sigs, prev.sigs) {
 		w.mu.Lock()
 		prevMap := w.prev[tab]
