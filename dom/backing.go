@@ -1,6 +1,9 @@
 package dom
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+)
 
 // Select-replacement plugins (select2, chosen, selectize, tom-select,
 // nice-select, …) keep the real <select> hidden — clipped to a pixel,
@@ -139,6 +142,11 @@ func isWidget(w *Node, chosen string, texts []string) bool {
 	// option's text counts too: the capture may not hold a selection a
 	// script made.
 	wt := collapseSpace(visibleText(w, maxWidgetText))
+	if len([]rune(chosen)) < 3 {
+		// "1" or "A" is in any text: the widget must show it alone (a
+		// clear button's × aside).
+		return strings.TrimFunc(wt, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) == chosen
+	}
 	if strings.Contains(wt, chosen) {
 		return true
 	}

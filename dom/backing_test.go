@@ -24,7 +24,23 @@ func TestBackingSelect(t *testing.T) {
 			E("p", T("A paragraph")).At(10, 100, 200, 20),
 		).At(0, 100, 400, 40),
 		E("select", E("option", T("Plain")).At(10, 150, 100, 20)).A("id", "plain").At(10, 150, 100, 20),
+		// A one-character choice is in any text: a pager beside a hidden
+		// page select is not its widget; a widget showing "2" alone is.
+		E("div",
+			E("select", E("option", T("1")).NoLayout(), E("option", T("2")).NoLayout()).A("id", "page").NoLayout(),
+			E("div", E("span", T("Page 1 of 3")).At(10, 200, 80, 20)).A("class", "dropdown").At(10, 200, 200, 20),
+		).At(0, 200, 400, 40),
+		E("div",
+			E("select", E("option", T("1")).NoLayout(), E("option", T("2")).A("selected", "").NoLayout()).A("id", "per").NoLayout(),
+			E("div", E("span", T("2")).At(10, 250, 30, 20), E("b", T("×")).At(40, 250, 10, 20)).A("class", "ts-control").At(10, 250, 200, 20),
+		).At(0, 250, 400, 40),
 	)
+	if l := lineWith(res.Text, "id=page"); l != "" {
+		t.Errorf("hidden select beside a pager shown: %q", l)
+	}
+	if l := lineWith(res.Text, "id=per"); !strings.Contains(l, "hidden-backing=true") {
+		t.Errorf("per line %q, want the backing of the widget showing 2\n%s", l, res.Text)
+	}
 	for id, want := range map[string]string{"size": "widget_text=Large", "ship": "widget_text=Express"} {
 		l := lineWith(res.Text, "id="+id)
 		if !strings.HasPrefix(strings.TrimSpace(l), "[") || !strings.Contains(l, "hidden-backing=true") || !strings.Contains(l, want) {
