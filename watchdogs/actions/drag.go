@@ -244,7 +244,7 @@ func inViewport(ctx context.Context, cs *cdp.Session, p point, what string) erro
 	}
 	vw, vh := lm.CSSVisualViewport.ClientWidth, lm.CSSVisualViewport.ClientHeight
 	if p.X < 0 || p.Y < 0 || p.X >= vw || p.Y >= vh {
-		return fmt.Errorf("%w: the drag's %s (%.0f, %.0f) is outside the %.0f×%.0f viewport", ErrBadDrag, what, p.X, p.Y, vw, vh)
+		return fmt.Errorf("%w: the drag's %s (%.0f, %.0f) is outside the %.0f×%.0f viewport (a drag does not scroll the page as it goes: scroll so both ends show, or drag a shorter way)", ErrBadDrag, what, p.X, p.Y, vw, vh)
 	}
 	return nil
 }
