@@ -1,11 +1,13 @@
 package dom
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,7 +74,11 @@ type walkRec struct {
 	FR  int       `json:"fr"`
 	CH  int       `json:"ch"`
 	XO  int       `json:"xo"`
-	PO  int64     `json:"po"`
+	// K is the record's paint key (see js/walk.js), TO a host's or
+	// frame's tree order; PO the paint order ranked from K over all parts.
+	K  []float64 `json:"k"`
+	TO float64   `json:"to"`
+	PO int64     `json:"-"`
 	// PS: the element's rendered ::before/::after that draw an image.
 	PS []walkPseudo `json:"ps"`
 }
@@ -134,6 +140,9 @@ type walkOptions struct {
 	VW     float64  `json:"vw"`
 	VH     float64  `json:"vh"`
 	Hidden bool     `json:"hidden"`
+	// Key and Ord place a graft in its host's paint layer and tree order.
+	Key []float64 `json:"key,omitempty"`
+	Ord *float64  `json:"ord,omitempty"`
 }
 
 // walkCall runs the walker on root (a document or shadow root object in
@@ -390,7 +399,34 @@ func walkTarget(ctx context.Context, cs *cdp.Session, margin float64, warmAX boo
 			}
 		}
 	}
+	wk.rankPaint()
 	return wk, nil
+}
+
+// rankPaint sets every record's paint order: the rank of its key among
+// all the walk's records (equal keys, equal ranks), so a closed shadow
+// root's content is ordered with its host's page.
+func (wk *walker) rankPaint() {
+	ks := make([]int, len(wk.ref))
+	for i := range ks {
+		ks[i] = i
+	}
+	cmpKey := func(a, b []float64) int {
+		for i := 0; i < len(a) && i < len(b); i++ {
+			if c := cmp.Compare(a[i], b[i]); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(len(a), len(b))
+	}
+	slices.SortStableFunc(ks, func(a, b int) int { return cmpKey(wk.rec(a).K, wk.rec(b).K) })
+	var rank int64
+	for i, k := range ks {
+		if i == 0 || cmpKey(wk.rec(ks[i-1]).K, wk.rec(k).K) != 0 {
+			rank++
+		}
+		wk.rec(k).PO = rank
+	}
 }
 
 // graft walks the root with backend id id (a closed shadow root of record
@@ -401,7 +437,9 @@ func (wk *walker) graft(ctx context.Context, k int, rel string, id cdpproto.Back
 		return nil // gone meanwhile: the host stays without it
 	}
 	r := wk.rec(k)
-	o := walkOptions{Margin: margin, Styles: dom.RequiredComputedStyles, Hidden: len(r.L) == 0}
+	o := walkOptions{Margin: margin, Styles: dom.RequiredComputedStyles, Hidden: len(r.L) == 0, Key: r.K}
+	ord := r.TO
+	o.Ord = &ord
 	if len(r.O) == 2 {
 		o.OX, o.OY = r.O[0], r.O[1]
 	}

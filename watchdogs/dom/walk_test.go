@@ -61,7 +61,9 @@ func TestDOMWWalkerMatchesFullCapture(t *testing.T) {
 // content and content-visibility:hidden that still report boxes, paint
 // order over stacking contexts: a fixed header and a modal overlay over
 // content, transformed / translucent / filtered / isolated boxes, flex
-// order) give the same text as the full capture, and say what they must.
+// order, a closed shadow root's fixed banner over the page's fixed footer,
+// another's button under the page's overlay)
+// give the same text as the full capture, and say what they must.
 // (The ::before icon is TestDOMWIconHints'.)
 func TestDOMWWalkerHardPages(t *testing.T) {
 	env, s, w := start(t, Config{Timeout: 2 * time.Minute})
@@ -85,12 +87,13 @@ func TestDOMWWalkerHardPages(t *testing.T) {
 				}
 			}
 		case "/dom-walk-stacking.html":
-			for _, shown := range []string{"id=home", "id=menu", "id=b-flex-top", "id=b-flex-under", "id=ok"} {
+			for _, shown := range []string{"id=home", "id=menu", "id=b-flex-top", "id=b-flex-under", "id=ok", "id=accept-all"} {
 				if !strings.Contains(text, shown) {
 					t.Errorf("%s: %s is not indexed", p, shown)
 				}
 			}
-			for _, covered := range []string{"id=b-lift", "id=b-veil", "id=b-blur", "id=b-iso", "id=b-modal-2", "id=b-modal-3"} {
+			for _, covered := range []string{"id=b-lift", "id=b-veil", "id=b-blur", "id=b-iso", "id=b-modal-2", "id=b-modal-3",
+				"id=footer-button", "id=closed-under"} {
 				if strings.Contains(text, covered) {
 					t.Errorf("%s: %s is covered but indexed", p, covered)
 				}

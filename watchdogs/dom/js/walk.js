@@ -36,11 +36,14 @@
   // layer (nodes without a layer of their own share their enclosing
   // layer's). A layer's key is its enclosing layer's key then [list, z,
   // flex order, tree order], the lists in painting order: negative z,
-  // normal flow (overflow clips), z auto or 0, positive z. Sorted at the
-  // end into ranks; equal keys get equal ranks. Flex and grid items paint
-  // in order-modified document order: an item's order holds for its
-  // layer.
+  // normal flow (overflow clips), z auto or 0, positive z. Each record
+  // carries its key (k); the caller ranks the keys of all its walks
+  // together (equal keys, equal ranks). Flex and grid items paint in
+  // order-modified document order: an item's order holds for its layer.
+  // A graft's walk starts from its host's key (opts.key) and tree order
+  // (opts.ord): its nodes come right after the host.
   let order = 0;
+  const next = opts.ord === undefined ? () => order++ : () => opts.ord + (++order) / 1e7;
   // Elements that may hold a closed shadow root (the page's script cannot
   // see one): custom elements, and elements of the tags that can that are
   // empty or whose children draw nothing.
@@ -105,7 +108,7 @@
     }
     if (t !== 1) return false;
     const el = n;
-    const myOrder = order++;
+    const myOrder = next();
     let cs = null;
     const style = () => cs || (cs = getComputedStyle(el));
     // Under content-visibility:hidden (a closed <details>' content,
@@ -116,7 +119,11 @@
     const inRange = hasBox ? keep(r, ctx.ox, ctx.oy) : ctx.inRange;
     const tag = el.localName;
     const isFrame = tag === 'iframe' || tag === 'frame';
-    const always = isFrame || (tag === 'input' && (el.getAttribute('type') || '').toLowerCase() === 'file');
+    // Listed wherever they are: frames, file inputs, and empty custom
+    // elements without an open shadow root (a closed one may draw a fixed
+    // banner far from where its host sits).
+    const always = isFrame || (tag === 'input' && (el.getAttribute('type') || '').toLowerCase() === 'file') ||
+      (tag.includes('-') && !el.firstChild && !el.shadowRoot);
     // The common case on a long page: a leaf out of range costs nothing more.
     if (!inRange && !always && !el.firstElementChild && !el.shadowRoot) { unlisted(el, tag); return false; }
     const idx = recs.length;
@@ -178,6 +185,7 @@
       if (!got && !inRange) { recs.length = si; refs.length = si; } else any = true;
     } else if ((inRange || always) && (tag.includes('-') || (hostTags.has(tag) && (!el.firstChild || (hasBox && unrendered(el)))))) {
       rec.ch = 1; // maybe a closed shadow host: the caller looks
+      rec.to = myOrder;
       rec.o = [ctx.ox, ctx.oy];
     }
     if (tag === 'details' && !el.open && !locked) {
@@ -191,6 +199,7 @@
     }
     if (isFrame) {
       rec.fr = 1;
+      rec.to = myOrder;
       let doc = null;
       try { doc = el.contentDocument; } catch (e) { doc = null; }
       if (doc && doc.documentElement && r) {
@@ -215,38 +224,24 @@
     const rec = { p, t: 9, nn: '#document', du: doc.URL, rel: 'doc', k: key,
       D: [se ? se.scrollWidth : 0, se ? se.scrollHeight : 0, sx, sy] };
     recs.push(rec); refs.push(doc);
-    const ctx = { ox, oy, sx, sy, inRange: true, hasBox: false, styles: null, key: key.concat([1, 0, 0, order++]), shadow: false, locked: false, fo: 0, flex: false };
+    const ctx = { ox, oy, sx, sy, inRange: true, hasBox: false, styles: null, key: key.concat([1, 0, 0, next()]), shadow: false, locked: false, fo: 0, flex: false };
     for (let c = doc.firstChild; c; c = c.nextSibling) visit(c, di, ctx, '');
   }
 
   if (root.nodeType === 9) {
     const w = root.defaultView;
-    walkDoc(root, -1, opts.ox, opts.oy, w ? w.scrollX : 0, w ? w.scrollY : 0, []);
+    walkDoc(root, -1, opts.ox, opts.oy, w ? w.scrollX : 0, w ? w.scrollY : 0, opts.key || []);
   } else {
     // A shadow root the caller found (closed): list it and its subtree.
     const w = root.ownerDocument.defaultView;
     const sx = w ? w.scrollX : 0, sy = w ? w.scrollY : 0;
-    recs.push({ p: -1, t: 11, nn: '#document-fragment', sr: root.mode, k: [] }); refs.push(root);
-    const ctx = { ox: opts.ox, oy: opts.oy, sx, sy, inRange: !opts.hidden, hasBox: false, styles: null, key: [1, 0, 0, 0], shadow: true, locked: false, fo: 0, flex: false };
+    const hk = opts.key || [];
+    recs.push({ p: -1, t: 11, nn: '#document-fragment', sr: root.mode, k: hk }); refs.push(root);
+    const ctx = { ox: opts.ox, oy: opts.oy, sx, sy, inRange: !opts.hidden, hasBox: false, styles: null, key: hk, shadow: true, locked: false, fo: 0, flex: false };
     const hs = root.host ? getComputedStyle(root.host) : null;
     ctx.hasBox = !!(root.host && root.host.getClientRects().length);
     ctx.styles = hs ? styleNames.map((s) => hs.getPropertyValue(s)) : null;
     for (let c = root.firstChild; c; c = c.nextSibling) visit(c, 0, ctx, '');
   }
-  // Paint order: rank the keys.
-  const ix = recs.map((_, i) => i);
-  const cmp = (a, b) => {
-    const ka = recs[a].k || [], kb = recs[b].k || [];
-    const l = Math.min(ka.length, kb.length);
-    for (let i = 0; i < l; i++) if (ka[i] !== kb[i]) return ka[i] - kb[i];
-    return ka.length - kb.length;
-  };
-  ix.sort(cmp);
-  let rank = 0;
-  for (let i = 0; i < ix.length; i++) {
-    if (i === 0 || cmp(ix[i - 1], ix[i]) !== 0) rank++;
-    recs[ix[i]].po = rank;
-  }
-  for (const r of recs) delete r.k;
   return [JSON.stringify({ n: recs, above: total.above, below: total.below, un }), refs];
 }
