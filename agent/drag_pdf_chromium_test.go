@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -225,5 +226,67 @@ func TestAgentDragAndReadPDF(t *testing.T) {
 	}
 	if got := strings.Join(names, " "); got != "navigate drag navigate read_pdf read_pdf done" {
 		t.Errorf("trace actions %q", got)
+	}
+}
+
+// A recorded drag by an offset replays without the model on the element it
+// was recorded on (the card moves to the other column again on a fresh
+// page); a recorded drag onto an element stops the replay for a heal
+// (its drop element is not recorded), before the page is touched.
+func TestReplayDrag(t *testing.T) {
+	env, s := newSession(t)
+	record := func(params func(txt string) map[string]any) *agent.History {
+		model := dynModel(
+			func(txt string) string { return act("drag", params(txt)) },
+			func(txt string) string { return act("done", map[string]any{"text": "ok", "success": true}) },
+		)
+		a, err := agent.New("Open "+env.URL("/actions-drag.html")+" and move 'Write report' to Done", model, s, settings(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := runAgent(t, a); !res.Done || !res.Success {
+			t.Fatalf("recording: %+v", res)
+		}
+		return a.History()
+	}
+	parent := func() string {
+		var id string
+		evalPage(t, s, "document.getElementById('card1').parentElement.id", &id)
+		return id
+	}
+	byOffset := record(func(txt string) map[string]any {
+		return map[string]any{"index": indexOf(t, txt, "Write report", ""), "dx": 190, "dy": 0}
+	})
+	if p := parent(); p != "done" {
+		t.Fatalf("recording: the card is in %q", p)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// Away from the page: the replay's own navigation loads it afresh
+	// (the card in To do), so only the replayed drag can move it.
+	if _, err := bus.Call(ctx, s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: "about:blank"}); err != nil {
+		t.Fatal(err)
+	}
+	rr, err := agent.Replay(ctx, s, byOffset, agent.ReplayOptions{Settings: agent.Settings{RunDir: t.TempDir()}})
+	if err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	if rr.ModelCalls != 0 || !rr.Result.Success {
+		t.Fatalf("replay: %d model calls, result %+v", rr.ModelCalls, rr.Result)
+	}
+	if p := parent(); p != "done" {
+		t.Fatalf("replayed: the card is in %q, want done", p)
+	}
+
+	onto := record(func(txt string) map[string]any {
+		return map[string]any{"index": indexOf(t, txt, "Write report", ""), "to_index": indexOf(t, txt, "Call Bob", "")}
+	})
+	_, err = agent.Replay(ctx, s, onto, agent.ReplayOptions{Settings: agent.Settings{RunDir: t.TempDir()}})
+	var re *agent.ReplayError
+	if !errors.As(err, &re) || !errors.Is(err, agent.ErrReplayPrecondition) {
+		t.Fatalf("replay of a drag onto an element: %v, want a ReplayError wrapping ErrReplayPrecondition", err)
+	}
+	if p := parent(); p != "todo" {
+		t.Errorf("the stopped replay moved the card to %q", p)
 	}
 }
