@@ -120,6 +120,11 @@ func newSite(t *testing.T) *site {
 		w.Header().Set("Content-Disposition", `attachment; filename="report.pdf"`)
 		_, _ = w.Write(b)
 	})
+	mux.HandleFunc("/framed.html", func(w http.ResponseWriter, _ *http.Request) {
+		// The PDF from another site (localhost against 127.0.0.1).
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(`<!doctype html><title>Framed</title><iframe id=f width=600 height=400 src="` + strings.Replace(st.base, "127.0.0.1", "localhost", 1) + `/report.pdf"></iframe>`))
+	})
 	st.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = st.srv.Serve(ln) }()
@@ -387,5 +392,28 @@ func TestReadPDFAttachmentIsNotShown(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "download") {
 		t.Errorf("err %v does not say a downloaded PDF is not read", err)
+	}
+}
+
+// A PDF in a cross-site iframe is not the tab's document: read_pdf reads
+// the tab's own document only (ErrNotPDF), and fetches nothing.
+func TestReadPDFInCrossSiteFrameIsNotRead(t *testing.T) {
+	h := start(t, Config{})
+	h.navigate("/framed.html")
+	// The frame's own load of the PDF.
+	for h.site.hits.Load() == 0 {
+		select {
+		case <-h.ctx.Done():
+			t.Fatal("the frame never loaded the PDF")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	before := h.site.hits.Load()
+	_, err := bus.Call(h.ctx, h.s.Bus(), events.ReadPDF, events.ReadPDFEvent{First: 1})
+	if !errors.Is(err, events.ErrNotPDF) {
+		t.Fatalf("err %v, want ErrNotPDF", err)
+	}
+	if n := h.site.hits.Load(); n != before {
+		t.Errorf("read_pdf fetched the framed PDF (%d more requests)", n-before)
 	}
 }
