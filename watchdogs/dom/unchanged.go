@@ -119,6 +119,7 @@ func probeTarget(ctx context.Context, cs *cdp.Session) (unchangedProbe, error) {
 		Expression:    unchangedJS,
 		ContextID:     w.ExecutionContextID,
 		ReturnByValue: pagejs.Ptr(true),
+		AwaitPromise:  pagejs.Ptr(true),
 	})
 	if err != nil {
 		return p, err

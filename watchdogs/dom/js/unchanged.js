@@ -5,18 +5,23 @@
 // subtree) on the document, on every open shadow root and on every
 // same-process frame's document, found again whenever nodes are added;
 // and capturing listeners for what changes the view without a mutation
-// (typing, focus, hover, image loads, popover toggles, animations). Each call returns a signature string:
-// equal signatures mean that nothing it watches changed in between.
+// (typing, focus, hover, image loads, popover toggles, animations, web
+// fonts). Each call returns a signature string: equal signatures mean that nothing it watches changed in between.
 // fresh is true when this call installed the watch (a new document, or
 // one never probed): its signature is a baseline, not evidence.
 // remote counts the iframes it cannot enter (other processes: the caller
-// probes their targets). It waits for nothing: a scroll's event waits for
-// the next frame (which a busy page draws late and a tab behind another
-// never draws), so every element's scroll offset is read directly and
-// compared with the previous call's, and the window's size and scroll are
-// in the signature (no scroll or resize listener: their events come a
-// frame later and would count a change already captured).
-(() => {
+// probes their targets). It first waits for the next animation frame (at
+// most 250 ms), when Chrome fires the scroll events still pending: an
+// element that ever scrolled is remembered, and the scroll offsets of those
+// are compared with the previous call's (reading every element's offsets
+// cost seconds on a 50k-element page). No frame (a hidden tab, or one
+// behind another that draws none) leaves pending scrolls unknown: fresh.
+(async () => {
+  // A hidden document draws no frames: do not wait for one.
+  const framed = !document.hidden && await new Promise((resolve) => {
+    const t = setTimeout(() => resolve(false), 250);
+    requestAnimationFrame(() => { clearTimeout(t); resolve(true); });
+  });
   const KEY = '__browseragentUnchanged';
   let st = globalThis[KEY];
   let fresh = false;
@@ -31,6 +36,7 @@
       changes: 0,
       roots: new WeakSet(), // documents and shadow roots observed
       shadows: [], // WeakRefs to the open shadow roots observed
+      scrollers: new Set(), // elements that fired a scroll event
       observers: [],
     };
     const onMutations = (records) => {
@@ -40,6 +46,7 @@
       }
     };
     const onEvent = () => { st.changes++; };
+    const onScroll = (e) => { if (e.target && e.target.nodeType === 1) st.scrollers.add(e.target); };
     const watch = (root) => {
       if (!root || st.roots.has(root)) return;
       st.roots.add(root);
@@ -48,6 +55,7 @@
       mo.observe(root, { attributes: true, characterData: true, childList: true, subtree: true });
       st.observers.push(mo);
       for (const t of events) root.addEventListener(t, onEvent, { capture: true, passive: true });
+      root.addEventListener('scroll', onScroll, { capture: true, passive: true });
       scan(root);
     };
     // scan watches the open shadow roots and frame documents under n.
@@ -107,14 +115,6 @@
       // Open shadow roots inside frame documents are in st.shadows.
     }
     undef += root.querySelectorAll(':not(:defined)').length;
-    // Scrolled elements by position in their root (moving the scroll from
-    // one box to another changes it too).
-    const all = root.querySelectorAll('*');
-    for (let i = 0; i < all.length; i++) {
-      const el = all[i];
-      const top = el.scrollTop, left = el.scrollLeft;
-      if (top || left) values.push('s' + i + ':' + top + ':' + left);
-    }
     for (const c of root.querySelectorAll('input, textarea, select')) {
       if (c.localName === 'select') {
         // A multiple select's second selected option moves no selectedIndex.
@@ -133,9 +133,15 @@
       }
     }
   }
-  // Values set by script and scrolls fire no event in time: they are
-  // compared in the page with the previous call's (a password's too;
-  // nothing leaves the page).
+  // Offsets of the elements that ever scrolled, in the order they did.
+  for (const el of st.scrollers) {
+    if (!el.isConnected) { st.scrollers.delete(el); continue; }
+    values.push('s' + el.scrollTop + ':' + el.scrollLeft);
+  }
+  // Values set by script fire no event, and a scroll's event counts no
+  // change (it comes a frame late, after a capture may have seen the
+  // scroll): both are compared in the page with the previous call's (a
+  // password's too; nothing leaves the page).
   const vs = values.join('\u0001');
   if (st.values !== undefined && st.values !== vs) st.changes++;
   st.values = vs;
@@ -144,5 +150,6 @@
     scrollX, scrollY, innerWidth, innerHeight, devicePixelRatio,
     globalThis.visualViewport ? visualViewport.scale : 1,
     remote, undef, sheets, values.length, ae ? ae.localName + '#' + (ae.id || '') : ''].join('|');
-  return { fresh, sig, remote };
+  // No frame within 250 ms (a hidden, covered or stuck tab): pending scrolls are unknown.
+  return { fresh: fresh || !framed, sig, remote };
 })()
