@@ -11,7 +11,7 @@
 // one never probed): its signature is a baseline, not evidence.
 // remote counts the iframes it cannot enter (other processes: the caller
 // probes their targets). It first waits for the next animation frame (at
-// most 250 ms), when Chrome fires the scroll events still pending: an
+// most 500 ms: a loaded machine draws late), when Chrome fires the scroll events still pending: an
 // element that ever scrolled is remembered, and the scroll offsets of those
 // are compared with the previous call's (reading every element's offsets
 // cost seconds on a 50k-element page). No frame (a hidden tab, or one
@@ -19,7 +19,7 @@
 (async () => {
   // A hidden document draws no frames: do not wait for one.
   const framed = !document.hidden && await new Promise((resolve) => {
-    const t = setTimeout(() => resolve(false), 250);
+    const t = setTimeout(() => resolve(false), 500);
     requestAnimationFrame(() => { clearTimeout(t); resolve(true); });
   });
   const KEY = '__browseragentUnchanged';
@@ -150,6 +150,6 @@
     scrollX, scrollY, innerWidth, innerHeight, devicePixelRatio,
     globalThis.visualViewport ? visualViewport.scale : 1,
     remote, undef, sheets, values.length, ae ? ae.localName + '#' + (ae.id || '') : ''].join('|');
-  // No frame within 250 ms (a hidden, covered or stuck tab): pending scrolls are unknown.
+  // No frame within 500 ms (a hidden, covered or stuck tab): pending scrolls are unknown.
   return { fresh: fresh || !framed, sig, remote };
 })()
