@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -23,7 +22,6 @@ import (
 	"github.com/browseragent/browseragent/internal/pagejs"
 	"github.com/browseragent/browseragent/internal/testbrowser"
 	"github.com/browseragent/browseragent/session"
-	"github.com/browseragent/browseragent/watchdogs/security"
 )
 
 //go:embed testdata/pages.html
@@ -258,36 +256,6 @@ func TestReadPDFNotAPDF(t *testing.T) {
 	}
 }
 
-// The bytes are fetched through the browser, so the URL policy judges the
-// fetch: once the policy refuses the PDF's URL nothing reaches the server.
-func TestReadPDFPolicyRefusesFetch(t *testing.T) {
-	var deny atomic.Bool
-	pol := security.URLPolicyFunc(func(_ context.Context, r security.URLRequest) error {
-		if deny.Load() && strings.Contains(r.URL, "/report.pdf") {
-			return fmt.Errorf("%w: reports are off limits", security.ErrURLBlocked)
-		}
-		return nil
-	})
-	// Keep -1: every read fetches.
-	h := start(t, Config{Keep: -1}, security.New(security.Config{Policy: pol, Scope: security.ScopeRequests}))
-	h.navigate("/report.pdf")
-	if info, err := bus.Call(h.ctx, h.s.Bus(), events.ReadPDF, events.ReadPDFEvent{InfoOnly: true}); err != nil || info.Pages != 3 {
-		t.Fatalf("before the policy changed: %+v, %v", info, err)
-	}
-	before := h.site.hits.Load()
-	deny.Store(true)
-	_, err := bus.Call(h.ctx, h.s.Bus(), events.ReadPDF, events.ReadPDFEvent{First: 1})
-	if err == nil {
-		t.Fatal("read a PDF the policy refuses")
-	}
-	if !strings.Contains(err.Error(), "refused") {
-		t.Errorf("err %v does not say the browser refused", err)
-	}
-	if n := h.site.hits.Load(); n != before {
-		t.Errorf("the server saw %d more requests for the PDF", n-before)
-	}
-}
-
 func TestExtractRejectsGarbage(t *testing.T) {
 	for _, b := range [][]byte{nil, []byte("%PDF-1.4\nnot really"), []byte("<html>")} {
 		if _, _, err := Extract(b); !errors.Is(err, events.ErrPDFUnreadable) {
@@ -333,51 +301,6 @@ func TestReadPDFOverCapStreamed(t *testing.T) {
 	// out before is the cap plus the pipes' buffers, far from 1 GiB.
 	if sent := h.site.bigSent.Load(); sent > 64<<20 {
 		t.Errorf("the server sent %d bytes before the read stopped", sent)
-	}
-}
-
-// A PDF whose URL redirects when fetched again is not followed there: the
-// host it points at (one the policy refuses) sees no request, whatever the
-// policy's scope.
-func TestReadPDFRedirectNotFollowed(t *testing.T) {
-	var elsewhere atomic.Int64
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		elsewhere.Add(1)
-		w.Header().Set("Content-Type", "application/pdf")
-		_, _ = w.Write([]byte("%PDF-1.4 not for you"))
-	}), ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = other.Serve(ln) }()
-	t.Cleanup(func() { _ = other.Close(); <-done })
-	otherURL := "http://" + ln.Addr().String() + "/secret.pdf"
-	pol := security.URLPolicyFunc(func(_ context.Context, r security.URLRequest) error {
-		if strings.HasPrefix(r.URL, "http://"+ln.Addr().String()) {
-			return fmt.Errorf("%w: not that host", security.ErrURLBlocked)
-		}
-		return nil
-	})
-	for _, scope := range []security.Scope{security.ScopeRequests, security.ScopeNavigations} {
-		t.Run(string(scope), func(t *testing.T) {
-			h := start(t, Config{Keep: -1}, security.New(security.Config{Policy: pol, Scope: scope}))
-			h.site.mu.Lock()
-			h.site.movedTo = otherURL
-			h.site.mu.Unlock()
-			h.navigate("/moved.pdf")
-			_, err := bus.Call(h.ctx, h.s.Bus(), events.ReadPDF, events.ReadPDFEvent{First: 1})
-			if err == nil || !strings.Contains(err.Error(), "redirect") {
-				t.Fatalf("err %v, want the redirect named", err)
-			}
-			if h.site.moved.Load() != 2 {
-				t.Errorf("/moved.pdf was requested %d times, want 2", h.site.moved.Load())
-			}
-			if n := elsewhere.Load(); n != 0 {
-				t.Errorf("the refused host saw %d requests", n)
-			}
-		})
 	}
 }
 
