@@ -1,14 +1,8 @@
 package watchdogs
 
 import (
-	"encoding/base64"
-	"net"
-	"net/http"
 	"testing"
 	"time"
-
-	cdpproto "github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
 
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
@@ -28,30 +22,12 @@ func TestDefaultsObservePDFTab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	printed, err := cdpproto.Call(ctx, ps, page.PrintToPDF, page.PrintToPDFParams{})
-	if err != nil {
-		t.Fatalf("printToPDF: %v", err)
-	}
-	doc, err := base64.StdEncoding.DecodeString(string(printed.Data))
-	if err != nil {
-		doc = []byte(printed.Data)
-	}
-	_, pages, err := pdf.Extract(doc)
+	site := servePDF(t, ctx, s)
+	_, pages, err := pdf.Extract(site.doc)
 	if err != nil || len(pages) < 2 {
 		t.Fatalf("the printed fixture: %d pages, %v", len(pages), err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/pdf")
-		_, _ = w.Write(doc)
-	})}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close(); <-done })
-	u := "http://" + ln.Addr().String() + "/printed.pdf"
+	u := site.base + "/report.pdf"
 	wdtest.Navigate(t, ctx, s, u)
 	// The viewer commits after the navigation's answer.
 	for {
