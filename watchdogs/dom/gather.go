@@ -90,15 +90,7 @@ func captureWalk(ctx context.Context, cs *cdp.Session, isPage bool, listenerLimi
 	if metR.Wait(ctx, &met) == nil {
 		out.metrics = &met
 	}
-	if probeR != nil {
-		var ev runtime.EvaluateResult
-		if probeR.Wait(ctx, &ev) == nil && ev.ExceptionDetails == nil && ev.Result != nil && len(ev.Result.Value) > 0 {
-			var p probeResult
-			if jsonv2.Unmarshal(ev.Result.Value, &p) == nil {
-				out.probe = &p
-			}
-		}
-	}
+	out.probe = waitProbe(ctx, probeR)
 	lwg.Wait()
 	if werr != nil {
 		if wk != nil {
@@ -176,15 +168,7 @@ func captureTarget(ctx context.Context, cs *cdp.Session, isPage bool, listenerLi
 	if metR.Wait(ctx, &met) == nil {
 		out.metrics = &met
 	}
-	if probeR != nil {
-		var ev runtime.EvaluateResult
-		if probeR.Wait(ctx, &ev) == nil && ev.ExceptionDetails == nil && ev.Result != nil && len(ev.Result.Value) > 0 {
-			var p probeResult
-			if jsonv2.Unmarshal(ev.Result.Value, &p) == nil {
-				out.probe = &p
-			}
-		}
-	}
+	out.probe = waitProbe(ctx, probeR)
 	lwg.Wait()
 	if err := errors.Join(errDoc, errSnap); err != nil {
 		return nil, err
@@ -327,4 +311,21 @@ func fullAX(ctx context.Context, cs *cdp.Session, frameIDs []string) ([]*accessi
 		out = append(out, res.Nodes...)
 	}
 	return out, nil
+}
+
+// waitProbe reads the page probe's answer; nil when it was not sent or
+// failed (the probe only adds hints).
+func waitProbe(ctx context.Context, r *cdp.Reply) *probeResult {
+	if r == nil {
+		return nil
+	}
+	var ev runtime.EvaluateResult
+	if r.Wait(ctx, &ev) != nil || ev.ExceptionDetails != nil || ev.Result == nil || len(ev.Result.Value) == 0 {
+		return nil
+	}
+	var p probeResult
+	if jsonv2.Unmarshal(ev.Result.Value, &p) != nil {
+		return nil
+	}
+	return &p
 }
