@@ -60,6 +60,18 @@ type Profile struct {
 	// never counted as an action's new tab. When its last own tab closes,
 	// the session opens a new one.
 	ConnectTab string
+	// IsolatedContext gives the session a browser context of its own
+	// (Target.createBrowserContext, an "incognito" profile) in the browser
+	// it launched or connected to: its tabs, popups, cookies, storage,
+	// cache, permissions and downloads live there, and the browser's other
+	// contexts — the user's, other sessions' — are invisible to it. Stop
+	// disposes the context (its tabs close) and leaves a browser it did
+	// not launch running. Many sessions can so share one Chromium; they
+	// still share its browser process, GPU and network processes, and a
+	// browser crash takes every context down. ConnectTab is ignored: the
+	// session always works in a tab of its own. Default false: the
+	// browser's default context.
+	IsolatedContext bool
 	// StallTimeout is how long the connection may stay silent, probes
 	// unanswered, before the session treats it as lost (a hung browser or a
 	// black-holed network; see cdp.WithKeepalive). Default

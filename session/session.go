@@ -159,6 +159,11 @@ func New(p Profile, opts ...Option) *Session {
 // Profile returns the session's profile, defaults applied.
 func (s *Session) Profile() Profile { return s.profile }
 
+// BrowserContextID is the browser context the session works in while it
+// runs with Profile.IsolatedContext, "" for the browser's default context
+// (and before Start).
+func (s *Session) BrowserContextID() string { return "" }
+
 // Logger returns the session's logger (never nil).
 func (s *Session) Logger() *zap.Logger { return s.log }
 
