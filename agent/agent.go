@@ -34,7 +34,8 @@ import (
 
 // Errors of Run.
 var (
-	// ErrRunning: Run or AddTask was called while a Run is in progress.
+	// ErrRunning: Run, Step or AddTask was called while a Run or Step is
+	// in progress (AddTask: while a stepped run is open).
 	ErrRunning = errors.New("agent: already running")
 	// ErrNoModel / ErrNoBrowser: New was given nil.
 	ErrNoModel   = errors.New("agent: no model")
@@ -82,7 +83,8 @@ type Result struct {
 	Judgement *Judgement
 	// JudgeError is the judge's failure, if any.
 	JudgeError string
-	// Err is why the run ended early when the browser could not go on
+	// Err is why the run ended early when EndRun ended it (its cause),
+	// when the browser could not go on
 	// (errors.Is(Err, events.ErrBrowserGone): the process exited or the
 	// connection was lost and not restored) or the budget would have been
 	// exceeded (a *BudgetError, errors.Is(Err, ErrBudgetExceeded)); nil
@@ -119,6 +121,16 @@ type Agent struct {
 	running bool
 	tasks   []string
 	history History
+	// run is the open run (nil between runs); ended marks a run that
+	// ended with no task added since (Step then refuses to go on).
+	// Written under mu by the stepping goroutine, which alone reads run
+	// otherwise.
+	run   *runState
+	ended bool
+	// restore is a resumed agent's first step (Resume), nil once run;
+	// carried is the recorded steps the first run's MaxSteps counts.
+	restore *restorePlan
+	carried int
 
 	// Owned by the Run goroutine.
 	curStep   int // the step in progress (for model-call reports)
@@ -270,7 +282,9 @@ func (a *Agent) History() *History {
 	return &h
 }
 
-// AddTask sets a follow-up task for the next Run. The model sees the first
+// AddTask sets a follow-up task for the next Run (or Step after a run
+// ended). It returns ErrRunning while a run is open (a stepped run not
+// ended included). The model sees the first
 // task as <initial_user_request> and the follow-ups after it; history, files
 // and step numbers carry over, and no URL is opened for it.
 func (a *Agent) AddTask(task string) error {
@@ -279,9 +293,10 @@ func (a *Agent) AddTask(task string) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.running {
+	if a.running || a.run != nil {
 		return ErrRunning
 	}
+	a.ended = false
 	a.tasks = append(a.tasks, task)
 	a.history.Tasks = append(a.history.Tasks, task)
 	a.failures = 0
@@ -294,119 +309,276 @@ func (a *Agent) AddTask(task string) error {
 // the error is non-nil only when the run could not proceed (ctx cancelled,
 // session not started, browser gone, or Settings.MaxCost/MaxTokens would
 // have been exceeded by the next model call: a *BudgetError): the Result
-// then holds what happened so far.
-func (a *Agent) Run(ctx context.Context) (_ *Result, runErr error) {
-	a.mu.Lock()
-	if a.running {
-		a.mu.Unlock()
-		return nil, ErrRunning
+// then holds what happened so far. Run is Step until the Result is non-nil;
+// it continues a run that Step opened, and opens a new one after a run
+// ended (with the same tasks, or the follow-up AddTask added).
+func (a *Agent) Run(ctx context.Context) (*Result, error) {
+	if err := a.enter(); err != nil {
+		return nil, err
 	}
-	if a.model == nil {
+	defer a.leave()
+	for {
+		_, res, err := a.stepRun(ctx)
+		if res != nil {
+			return res, err
+		}
+	}
+}
+
+// Step runs one step of the run and returns its item. The first Step of a
+// run opens it (observers see RunStarted) and runs the initial actions
+// (Settings.InitialActions, or the task's URL opened directly) as step 0
+// when there are any; each later Step runs one step. When the run ends
+// (done, MaxSteps, MaxFailures, the budget, a source's halt, the browser
+// gone, ctx cancelled) Step returns the Result (non-nil) with the step
+// that ended it (a zero item when the run ended before a step began, e.g.
+// the browser gone or ctx cancelled before it), history.json saved and
+// RunEnded told once; the error is then what Run would return. While the
+// run goes on the Result and the error are nil. Run is Step until the
+// Result is non-nil.
+//
+// A Step after the run ended returns ErrRunEnded, unless AddTask added a
+// follow-up task since: then it opens the next run, as Run does. Step must
+// not be called concurrently with itself, Run or EndRun (ErrRunning).
+// Cancelling ctx mid-step ends the step as it ends Run's, and the run
+// with it (the Result holds ctx's error).
+func (a *Agent) Step(ctx context.Context) (HistoryItem, *Result, error) {
+	if err := a.enter(); err != nil {
+		return HistoryItem{}, nil, err
+	}
+	defer a.leave()
+	a.mu.Lock()
+	ended := a.ended && a.run == nil
+	a.mu.Unlock()
+	if ended {
+		return HistoryItem{}, nil, ErrRunEnded
+	}
+	return a.stepRun(ctx)
+}
+
+// EndRun ends a stepped run early (cancellation, a worker shutting down):
+// cause (ErrEndedEarly when nil) goes to the Result's Errors and Err,
+// history.json is saved and observers see RunEnded with the Result and
+// cause. It returns that Result; nil when no run is open (never stepped,
+// or already ended: EndRun is idempotent) or when a Step or Run is in
+// progress (cancel its ctx, let it return, then call EndRun). A Step after
+// it returns ErrRunEnded.
+func (a *Agent) EndRun(ctx context.Context, cause error) *Result {
+	a.mu.Lock()
+	if a.running || a.run == nil {
 		a.mu.Unlock()
-		return nil, ErrNoModel
+		return nil
 	}
 	a.running = true
 	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		a.running = false
-		a.mu.Unlock()
-	}()
+	defer a.leave()
+	if cause == nil {
+		cause = ErrEndedEarly
+	}
+	res := a.run.res
+	res.Err = cause
+	res.Errors = append(res.Errors, "the run ended: "+a.secrets.scrub(cause.Error()))
+	_, res, _ = a.closeRun(ctx, HistoryItem{}, cause)
+	return res
+}
 
+// runState is the open run's progress between Steps.
+type runState struct {
+	res     *Result
+	initial bool // step 0 (the initial actions) is behind
+	i       int  // the loop's steps taken (MaxSteps bounds it)
+}
+
+// enter marks the agent busy for a Run, Step or EndRun.
+func (a *Agent) enter() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.running {
+		return ErrRunning
+	}
+	if a.model == nil {
+		return ErrNoModel
+	}
+	a.running = true
+	return nil
+}
+
+func (a *Agent) leave() {
+	a.mu.Lock()
+	a.running = false
+	a.mu.Unlock()
+}
+
+// openRun starts a run: its Result, the meter's and the cache's counts,
+// RunStarted.
+func (a *Agent) openRun(ctx context.Context) {
 	res := &Result{}
 	if a.cache != nil {
 		res.Cache = a.cache.startRun()
 	}
 	a.meter.startRun()
 	a.asked = nil // a policy asks once per page and Run (a follow-up task asks again)
-	a.runCtx = ctx
-	defer func() { a.runCtx = nil }()
+	a.mu.Lock()
+	a.run = &runState{res: res, i: a.carried}
+	a.carried = 0
+	a.ended = false
+	a.mu.Unlock()
 	for _, o := range a.set.Observers {
 		o.RunStarted(ctx, RunInfo{Task: a.tasks[0], Tasks: append([]string(nil), a.tasks...), Model: a.model.Name(), Started: a.set.Now()})
 	}
-	defer func() {
-		res.Usage, res.Cost = a.meter.endRun()
-		if err := a.History().Save(filepath.Join(a.runDir, "history.json")); err != nil {
-			res.Errors = append(res.Errors, err.Error())
-		}
-		for _, o := range a.set.Observers {
-			o.RunEnded(ctx, res, runErr)
-		}
-	}()
-	if a.browser.Bus() == nil {
-		return res, ErrNotStarted
-	}
-	if !a.started {
-		a.started = true
-		calls := a.set.InitialActions
-		if len(calls) == 0 && a.set.directOpen() {
-			if u := startURL(a.tasks[0]); u != "" {
-				p, _ := json.Marshal(map[string]string{"url": u})
-				calls = []ActionCall{{Name: "navigate", Params: p}}
-			}
-		}
-		if len(calls) > 0 {
-			if err := a.ready(ctx, res); err != nil {
-				return res, err
-			}
-			item := a.initialStep(ctx, calls)
-			res.Steps++
-			a.account(res, &item)
-			if be := a.meter.stop(); be != nil {
-				return res, a.budgetStop(res, &item, be)
-			}
-			if err := ctx.Err(); err != nil {
-				return res, err
-			}
-		}
-	}
+}
 
-	for i := 0; i < a.set.MaxSteps; i++ {
-		if err := ctx.Err(); err != nil {
-			return res, err
+// closeRun ends the open run: usage and cost, history.json, RunEnded. It
+// returns item, the Result and runErr for Step.
+func (a *Agent) closeRun(ctx context.Context, item HistoryItem, runErr error) (HistoryItem, *Result, error) {
+	res := a.run.res
+	res.Usage, res.Cost = a.meter.endRun()
+	if err := a.History().Save(filepath.Join(a.runDir, "history.json")); err != nil {
+		res.Errors = append(res.Errors, err.Error())
+	}
+	a.mu.Lock()
+	a.run = nil
+	a.ended = true
+	a.mu.Unlock()
+	for _, o := range a.set.Observers {
+		o.RunEnded(ctx, res, runErr)
+	}
+	return item, res, runErr
+}
+
+// stepRun is Step's work, the agent marked busy: it opens a run when none
+// is open, then runs step 0 or the loop's next step.
+func (a *Agent) stepRun(ctx context.Context) (HistoryItem, *Result, error) {
+	a.runCtx = ctx
+	defer func() { a.runCtx = nil }()
+	if a.run == nil {
+		a.openRun(ctx)
+		if a.browser.Bus() == nil {
+			return a.closeRun(ctx, HistoryItem{}, ErrNotStarted)
 		}
+	}
+	r := a.run
+	res := r.res
+	if !r.initial {
+		r.initial = true
+		if !a.started {
+			a.started = true
+			calls := a.set.InitialActions
+			if len(calls) == 0 && a.set.directOpen() {
+				if u := startURL(a.tasks[0]); u != "" {
+					p, _ := json.Marshal(map[string]string{"url": u})
+					calls = []ActionCall{{Name: "navigate", Params: p}}
+				}
+			}
+			if len(calls) > 0 {
+				if err := a.ready(ctx, res); err != nil {
+					return a.closeRun(ctx, HistoryItem{}, err)
+				}
+				item := a.initialStep(ctx, calls)
+				res.Steps++
+				a.account(res, &item)
+				if be := a.meter.stop(); be != nil {
+					return a.closeRun(ctx, item, a.budgetStop(res, &item, be))
+				}
+				if err := ctx.Err(); err != nil {
+					return a.closeRun(ctx, item, err)
+				}
+				return a.endIfFailing(ctx, item)
+			}
+		}
+	}
+	if p := a.restore; p != nil {
+		a.restore = nil
 		if err := a.ready(ctx, res); err != nil {
-			return res, err
+			return a.closeRun(ctx, HistoryItem{}, err)
 		}
-		if a.failures > a.set.MaxFailures {
-			res.Errors = append(res.Errors, fmt.Sprintf("%v (%d in a row)", ErrTooManyFailures, a.failures))
-			return res, nil
-		}
-		lastStep := i == a.set.MaxSteps-1
-		item, fin := a.step(ctx, i, lastStep)
+		item, err := a.restoreStep(ctx, p)
 		res.Steps++
 		a.account(res, &item)
-		if be := a.meter.stop(); be != nil && fin == nil {
-			return res, a.budgetStop(res, &item, be)
-		}
-		if fin != nil {
-			res.Done = true
-			res.Success = fin.Success
-			res.FinalText = fin.Text
-			if len(fin.Data) > 0 {
-				res.StructuredOutput = fin.Data
-			}
-			if a.set.Judge != nil {
-				a.judge(ctx, res)
-			}
-			return res, nil
-		}
-		if err := a.halt; err != nil {
-			a.halt = nil
-			res.Err = err
-			res.Errors = append(res.Errors, "the run ended: "+a.secrets.scrub(err.Error()))
-			return res, err
-		}
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return a.closeRun(ctx, item, err)
 		}
+		if err != nil && !p.opt.ContinueOnFailure {
+			res.Err = err
+			return a.closeRun(ctx, item, err)
+		}
+		return a.endIfFailing(ctx, item)
 	}
+	if r.i >= a.set.MaxSteps {
+		return a.closeRun(ctx, HistoryItem{}, a.outOfSteps(res))
+	}
+	if err := ctx.Err(); err != nil {
+		return a.closeRun(ctx, HistoryItem{}, err)
+	}
+	if err := a.ready(ctx, res); err != nil {
+		return a.closeRun(ctx, HistoryItem{}, err)
+	}
+	if a.failures > a.set.MaxFailures {
+		res.Errors = append(res.Errors, fmt.Sprintf("%v (%d in a row)", ErrTooManyFailures, a.failures))
+		return a.closeRun(ctx, HistoryItem{}, nil)
+	}
+	i := r.i
+	r.i++
+	lastStep := i == a.set.MaxSteps-1
+	item, fin := a.step(ctx, i, lastStep)
+	res.Steps++
+	a.account(res, &item)
+	if be := a.meter.stop(); be != nil && fin == nil {
+		return a.closeRun(ctx, item, a.budgetStop(res, &item, be))
+	}
+	if fin != nil {
+		res.Done = true
+		res.Success = fin.Success
+		res.FinalText = fin.Text
+		if len(fin.Data) > 0 {
+			res.StructuredOutput = fin.Data
+		}
+		if a.set.Judge != nil {
+			a.judge(ctx, res)
+		}
+		return a.closeRun(ctx, item, nil)
+	}
+	if err := a.halt; err != nil {
+		a.halt = nil
+		res.Err = err
+		res.Errors = append(res.Errors, "the run ended: "+a.secrets.scrub(err.Error()))
+		return a.closeRun(ctx, item, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return a.closeRun(ctx, item, err)
+	}
+	if r.i >= a.set.MaxSteps {
+		return a.closeRun(ctx, item, a.outOfSteps(res))
+	}
+	return a.endIfFailing(ctx, item)
+}
+
+// endIfFailing runs the next step's prologue at once when failures already
+// end the run there, so that the step that made them too many carries the
+// Result (the prologue is the same: the context, the browser, the count).
+func (a *Agent) endIfFailing(ctx context.Context, item HistoryItem) (HistoryItem, *Result, error) {
+	if a.failures <= a.set.MaxFailures || a.run.i >= a.set.MaxSteps {
+		return item, nil, nil
+	}
+	res := a.run.res
+	if err := ctx.Err(); err != nil {
+		return a.closeRun(ctx, item, err)
+	}
+	if err := a.ready(ctx, res); err != nil {
+		return a.closeRun(ctx, item, err)
+	}
+	res.Errors = append(res.Errors, fmt.Sprintf("%v (%d in a row)", ErrTooManyFailures, a.failures))
+	return a.closeRun(ctx, item, nil)
+}
+
+// outOfSteps records why a run that used its MaxSteps ended.
+func (a *Agent) outOfSteps(res *Result) error {
 	if a.failures > a.set.MaxFailures {
 		res.Errors = append(res.Errors, fmt.Sprintf("%v (%d in a row)", ErrTooManyFailures, a.failures))
 	} else {
 		res.Errors = append(res.Errors, ErrMaxSteps.Error())
 	}
-	return res, nil
+	return nil
 }
 
 // ready waits, at most Settings.ReconnectWait, until the browser can take

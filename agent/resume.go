@@ -2,11 +2,16 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/browseragent/browseragent/agent/llm"
+	"github.com/browseragent/browseragent/events"
 )
 
 // SourceResume marks the first step of a resumed run: the restore of the
@@ -16,8 +21,10 @@ const SourceResume StepSource = "resume"
 // Errors of Step, EndRun and Resume.
 var (
 	// ErrRunEnded: Step was called after the run it belongs to ended
-	// (Step returned a Result) and no follow-up task was added.
+	// (Step returned a Result, or EndRun) and no follow-up task was added.
 	ErrRunEnded = errors.New("agent: the run has ended")
+	// ErrEndedEarly is EndRun's cause when it is given none.
+	ErrEndedEarly = errors.New("agent: the run was ended before it finished")
 	// ErrResume: a recorded run cannot be resumed (nothing to resume, the
 	// history ends with done, the restore failed). A restore that failed on
 	// a step is a *ResumeError.
@@ -39,6 +46,10 @@ type ResumeOptions struct {
 	// SettleTimeout bounds the wait for each restored step's precondition;
 	// 0: DefaultSettleTimeout.
 	SettleTimeout time.Duration
+	// ContinueOnFailure: a restore that fails is the restore step's error
+	// (the model reads it) and the model goes on from the page as it is,
+	// instead of ending the resumed run with a *ResumeError.
+	ContinueOnFailure bool
 }
 
 // ResumeError says which recorded step the restore could not re-apply.
@@ -63,50 +74,299 @@ func (e *ResumeError) Error() string {
 // Unwrap returns ErrResume and Err.
 func (e *ResumeError) Unwrap() []error { return []error{ErrResume, e.Err} }
 
+// restoreInputs are the actions a restore re-applies on the page it
+// navigated back to: they set what the page shows (a field's value, a
+// selection, a chosen file, the scroll position) and commit nothing.
+// Clicks, key presses (Enter submits), drags, hovers, evaluate and the
+// rest are not repeated: they may have sent something the site already
+// has.
+var restoreInputs = map[string]bool{"input": true, "select_dropdown": true, "upload_file": true, "scroll": true}
+
+// restorePlan is what a resumed agent's first step replays: a synthetic
+// recording (a navigation, then the input actions by recorded step) and,
+// per synthetic step, where its actions come from in h.
+type restorePlan struct {
+	rec    *History
+	origin []restoreOrigin
+	opt    ResumeOptions
+	set    Settings // the caller's, for the inner replay
+}
+
+// restoreOrigin maps a synthetic step's actions to the recorded step and
+// positions they were copied from.
+type restoreOrigin struct {
+	step int
+	pos  []int
+}
+
 // Resume returns an agent that continues the run recorded in h (the items
 // of the steps done so far, e.g. collected from Step's returned items) on b,
-// a started browser that has lost the page (a new worker). task, model and
-// set are as for New.
+// a started browser that has lost the page (a new worker). model and set
+// are as for New; task "" is h's task. Settings.InitialActions and the
+// task's URL are not run again.
 //
 // Its first Step is the restore, recorded as a HistoryItem whose Source is
-// SourceResume, with no model call: it navigates to the page the last
-// navigating step of h reached and re-applies the input actions (input,
-// select_dropdown, upload_file, scroll) done on that page since, matched
-// with Replay's cascade; clicks, key presses, drags and other actions that
-// may have committed something are not repeated (a resumed run must not
-// repeat a side effect: the model sees the history and the fresh page and
-// decides). opt.FromStart replays every recorded action instead. Then the
-// model continues: the agent's History starts with h's items, so step
-// numbers and the model's memory carry on.
+// SourceResume, with no model call:
+//   - It navigates to the page the last navigating step of h reached (a
+//     navigate, search, go_back or switch_tab that ran, or an action whose
+//     recorded verdict is navigated, a previous restore included): the URL
+//     the next recorded step observed, else the action's recorded outcome
+//     URL or navigate's URL. With no navigation recorded, the first step's
+//     page (when it is an http(s) URL).
+//   - It re-applies the input actions done on that page since (input,
+//     select_dropdown, upload_file, scroll), each element found again with
+//     Replay's matching cascade and preconditions, secrets resolved from
+//     Settings.SensitiveData, values overridden by opt.Vars.
+//   - It does not repeat clicks, key presses, drags or any other action:
+//     they may have committed something (a submitted form, a sent
+//     message), and a resumed run must not repeat a side effect. The model
+//     sees the history and the restored page and decides. A state the page
+//     got from such an action on the same URL (an opened panel) is not
+//     restored; nor are other tabs than the one navigated.
+//   - opt.FromStart replays every recorded action instead, with Replay's
+//     semantics (clicks and submits included), for sites whose state lives
+//     in the browser (a login) and is lost with it.
 //
-// A restore that cannot find an element or gets another outcome ends the
-// resumed run: the first Step returns a *ResumeError (errors.Is ErrResume)
-// naming the recorded step. An h with no step is no resume: the agent
-// starts like New's. An h whose last step is an accepted done is an error
-// (ErrResume): there is nothing to resume.
+// Then the model continues. The agent's History starts with h's items, so
+// step numbers and the model's memory carry on (compacted as in any run
+// once Settings.CompactEverySteps is due); the recorded steps count against
+// MaxSteps, and consecutive failures at h's end against MaxFailures. The
+// step in progress when the recorded run stopped is not in h and is lost.
+//
+// A restore that cannot find an element, whose precondition does not hold,
+// or whose action gets another outcome (a navigation the URL policy now
+// refuses included) ends the resumed run at its first Step: the Result's
+// Err and Step's error are a *ResumeError naming the recorded step
+// (errors.Is ErrResume and the ErrReplay sentinel). With
+// opt.ContinueOnFailure the failure is the restore step's error instead
+// and the model continues from the page as it is (observed afresh).
+//
+// Errors before anything runs: ErrNoModel, ErrNoBrowser; an h whose last
+// step is an accepted done (ErrResume: nothing to resume); opt.Vars or
+// opt.Rebase Replay refuses (ErrResume and ErrReplay). An h with no step is
+// no resume: the agent is New's.
 func Resume(task string, model llm.Model, b Browser, set Settings, h *History, opt ResumeOptions) (*Agent, error) {
-	return nil, fmt.Errorf("%w: not implemented", ErrResume)
+	if model == nil {
+		return nil, ErrNoModel
+	}
+	if strings.TrimSpace(task) == "" && h != nil {
+		task = h.Task
+	}
+	if h == nil || len(h.Items) == 0 {
+		return New(task, model, b, set)
+	}
+	last := h.Items[len(h.Items)-1]
+	if doneAccepted(last.Actions) {
+		return nil, fmt.Errorf("%w: the recorded run ended with done at step %d: nothing to resume", ErrResume, last.Step)
+	}
+	plan, err := planRestore(h, opt)
+	if err != nil {
+		return nil, err
+	}
+	plan.set = set
+	a, err := New(task, model, b, set)
+	if err != nil {
+		return nil, err
+	}
+	a.history.Items = append([]HistoryItem(nil), h.Items...)
+	a.history.Tasks = append([]string(nil), h.Tasks...)
+	a.tasks = append(a.tasks, h.Tasks...)
+	a.nextStep = last.Step + 1
+	a.started = true // the recorded run's initial actions ran
+	a.carried = recordedLoopSteps(h.Items)
+	for i := len(h.Items) - 1; i >= 0 && h.Items[i].Failed; i-- {
+		a.failures++
+	}
+	if a.set.planning() {
+		a.plan = append([]PlanItem(nil), last.Plan...)
+	}
+	a.restore = plan
+	return a, nil
 }
 
-// Step runs one step of the run and returns its item. The first Step of a
-// run opens it (observers see RunStarted) and runs the initial actions as
-// step 0 when there are any; each later Step runs one step. When the run
-// ends (done, MaxSteps, MaxFailures, the budget, a source's halt, the
-// browser gone, ctx cancelled) Step returns the Result (non-nil), with
-// history.json saved and RunEnded told once; the error is then Run's.
-// Run is Step until the Result is non-nil. A Step after the end returns
-// ErrRunEnded, unless AddTask added a task: then it opens the next run as
-// Run does. Step must not be called concurrently with itself or Run
-// (ErrRunning).
-func (a *Agent) Step(ctx context.Context) (HistoryItem, *Result, error) {
-	return HistoryItem{}, nil, errors.New("agent: Step not implemented")
+// recordedLoopSteps counts the recorded steps that used the step budget:
+// all but an initial step 0 (actions, no model output) and restores.
+func recordedLoopSteps(items []HistoryItem) int {
+	n := 0
+	for i, it := range items {
+		if it.Source == SourceResume || (i == 0 && it.Step == 0 && it.Source == SourceModel && it.Output == nil && len(it.Actions) > 0) {
+			continue
+		}
+		n++
+	}
+	return n
 }
 
-// EndRun ends a stepped run early (cancellation, a worker shutting down):
-// the run's Result so far gets cause in Errors (and Err), history.json is
-// saved and observers see RunEnded. It returns that Result; nil when no run
-// is open (never stepped, or already ended) or a Step or Run is in
-// progress. Idempotent.
-func (a *Agent) EndRun(ctx context.Context, cause error) *Result {
-	return nil
+// ran reports whether a recorded action ran (not refused, not failed, not
+// a held-back done).
+func ran(r ActionRecord) bool {
+	return !r.Denied && r.Error == "" && !(r.Name == "done" && !r.Result.Done)
+}
+
+// navigated reports whether a recorded action that ran left the page.
+func navigated(r ActionRecord) bool {
+	return ran(r) && (pageFree[r.Name] || r.Verdict == events.VerdictNavigated)
+}
+
+// planRestore builds the restore's synthetic recording from h.
+func planRestore(h *History, opt ResumeOptions) (*restorePlan, error) {
+	p := &restorePlan{rec: &History{Task: h.Task}, opt: opt}
+	add := func(step int, state StateRecord, recs []ActionRecord, pos []int) {
+		p.rec.Items = append(p.rec.Items, HistoryItem{Step: len(p.rec.Items) + 1, State: state, Actions: recs})
+		p.origin = append(p.origin, restoreOrigin{step: step, pos: pos})
+	}
+	if opt.FromStart {
+		for _, it := range h.Items {
+			if it.Source == SourceResume || len(it.Actions) == 0 {
+				continue // a restore re-did what earlier steps did
+			}
+			pos := make([]int, len(it.Actions))
+			for j := range pos {
+				pos[j] = j
+			}
+			add(it.Step, it.State, it.Actions, pos)
+		}
+	} else {
+		k, at := -1, -1 // the last navigating step, and its navigating action
+		for i := len(h.Items) - 1; i >= 0 && k < 0; i-- {
+			acts := h.Items[i].Actions
+			for j := len(acts) - 1; j >= 0; j-- {
+				if navigated(acts[j]) {
+					k, at = i, j
+					break
+				}
+			}
+		}
+		url := ""
+		switch {
+		case k >= 0 && k+1 < len(h.Items) && h.Items[k+1].State.URL != "":
+			url = h.Items[k+1].State.URL
+		case k >= 0:
+			r := h.Items[k].Actions[at]
+			if o := r.Result.Outcome; o != nil && o.After.URL != "" {
+				url = o.After.URL
+			} else if r.Name == "navigate" {
+				var np NavigateParams
+				if json.Unmarshal(r.Params, &np) == nil {
+					url = np.URL
+				}
+			}
+		case len(h.Items) > 0:
+			if u := h.Items[0].State.URL; strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
+				url = u
+			}
+		}
+		if k >= 0 && url == "" {
+			return nil, fmt.Errorf("%w: recorded step %d navigated, but the history does not say where", ErrResume, h.Items[k].Step)
+		}
+		if url != "" {
+			params, _ := json.Marshal(NavigateParams{URL: url})
+			step := 0
+			if k >= 0 {
+				step = h.Items[k].Step
+			}
+			add(step, StateRecord{}, []ActionRecord{{Name: "navigate", Params: params}}, []int{max(at, 0)})
+		}
+		from := k
+		if k < 0 {
+			from = 0
+		}
+		for i := from; i < len(h.Items); i++ {
+			it := h.Items[i]
+			var recs []ActionRecord
+			var pos []int
+			for j, r := range it.Actions {
+				if i == k && j <= at {
+					continue // before the navigation: another page
+				}
+				if ran(r) && restoreInputs[r.Name] {
+					recs = append(recs, r)
+					pos = append(pos, j)
+				}
+			}
+			if len(recs) == 0 {
+				continue
+			}
+			state := it.State
+			if i == k {
+				// Done after the navigation in the same batch: on the page
+				// it reached, which the step did not observe.
+				state = StateRecord{URL: url}
+			}
+			add(it.Step, state, recs, pos)
+		}
+	}
+	if len(p.rec.Items) > 0 {
+		// Replay's own checks (variables, rebase), before anything runs.
+		if _, _, err := compile(p.rec, p.replayOptions(Settings{})); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrResume, err)
+		}
+	}
+	return p, nil
+}
+
+// replayOptions are the inner replay's options over set.
+func (p *restorePlan) replayOptions(set Settings) ReplayOptions {
+	return ReplayOptions{Settings: set, Vars: p.opt.Vars, Rebase: p.opt.Rebase, SettleTimeout: p.opt.SettleTimeout}
+}
+
+// restoreStep runs the restore as step n of a: the synthetic recording
+// replayed by Replay's engine on a's browser, without a model, its actions
+// recorded in one item whose Source is SourceResume. The error is a
+// *ResumeError when the restore failed, ctx's when it was cancelled.
+func (a *Agent) restoreStep(ctx context.Context, p *restorePlan) (HistoryItem, error) {
+	n := a.nextStep
+	a.nextStep++
+	a.stepStarted(ctx, n)
+	item := HistoryItem{Step: n, Source: SourceResume, StartedAt: a.set.Now()}
+	if len(p.rec.Items) == 0 {
+		item.Notes = append(item.Notes, "The run was resumed in a new browser; the recorded run had opened no page, so nothing was restored.")
+		a.finish(ctx, &item)
+		return item, nil
+	}
+	// The inner replay is this step: it tells nobody of its own run, asks
+	// no person, keeps its files apart.
+	set := p.set
+	set.Observers, set.OnStepStart, set.OnStepEnd = nil, nil, nil
+	set.Judge, set.Cache, set.Human, set.HandoffPolicies = nil, nil, nil, nil
+	set.RunDir = filepath.Join(a.runDir, fmt.Sprintf("resume_step_%d", n))
+	if err := os.MkdirAll(set.RunDir, 0o755); err != nil {
+		item.Error = fmt.Sprintf("resume: %v", err)
+		a.finish(ctx, &item)
+		return item, &ResumeError{Step: -1, Action: -1, Err: err}
+	}
+	start := time.Now()
+	rr, err := replay(ctx, a.browser, p.rec, p.replayOptions(set))
+	item.ActionsTime = time.Since(start)
+	if rr != nil && rr.History != nil {
+		for i, it := range rr.History.Items {
+			if i == 0 {
+				item.State = it.State
+			}
+			item.Actions = append(item.Actions, it.Actions...)
+		}
+	}
+	var rerr error
+	if err != nil {
+		rerr = err
+		var re *ReplayError
+		if errors.As(err, &re) {
+			re2 := &ResumeError{Step: -1, Action: -1, Name: re.Name, Err: err}
+			if re.Step >= 1 && re.Step <= len(p.origin) {
+				o := p.origin[re.Step-1]
+				re2.Step = o.step
+				if re.Action >= 0 && re.Action < len(o.pos) {
+					re2.Action = o.pos[re.Action]
+				}
+			}
+			rerr = re2
+		} else if ctx.Err() == nil {
+			rerr = &ResumeError{Step: -1, Action: -1, Err: err}
+		}
+		item.Error = a.secrets.scrub("the run was resumed in a new browser, but its page could not be restored: " + rerr.Error())
+	} else {
+		item.Notes = append(item.Notes, "The run was resumed in a new browser: the page was opened again and the values typed or selected on it re-entered; clicks and submissions were not repeated. Check the page before going on.")
+	}
+	a.finish(ctx, &item)
+	return item, rerr
 }
