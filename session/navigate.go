@@ -56,7 +56,7 @@ func (s *Session) openTab(ctx context.Context) (target.ID, error) {
 	if conn == nil {
 		return "", ErrNotStarted
 	}
-	id, err := conn.CreateTarget(ctx, "about:blank")
+	id, err := s.createTarget(ctx, conn)
 	if err != nil {
 		return "", fmt.Errorf("session: opening a tab: %w", err)
 	}

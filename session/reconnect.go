@@ -93,6 +93,12 @@ func (s *Session) Reconnect(ctx context.Context) error {
 	s.notifyLocked()
 	s.mu.Unlock()
 
+	if s.BrowserContextID() != "" {
+		// Before discovery, as at Start: onAttach sorts targets by it.
+		if _, err := s.findContext(ctx, conn); err != nil {
+			return err
+		}
+	}
 	s.attachConn(conn)
 	if err := s.discover(ctx, conn); err != nil {
 		return err
@@ -103,7 +109,7 @@ func (s *Session) Reconnect(ctx context.Context) error {
 	}
 	alive := map[target.ID]bool{}
 	for _, ti := range infos.TargetInfos {
-		if ti.Type == "page" {
+		if ti.Type == "page" && s.inContext(ti) {
 			alive[ti.TargetID] = true
 			if err := s.waitTabReady(ctx, ti.TargetID); err != nil {
 				return fmt.Errorf("session: tab %s did not attach after reconnect: %w", ti.TargetID, err)

@@ -88,11 +88,14 @@ type Session struct {
 	// attempt cancelled by Stop must not wait for Stop to finish).
 	life chan struct{}
 
-	mu       sync.Mutex
-	running  bool
-	bus      *bus.Bus
-	browser  *cdp.Browser // nil when connected to a remote browser
-	conn     *cdp.Conn
+	mu      sync.Mutex
+	running bool
+	bus     *bus.Bus
+	browser *cdp.Browser // nil when connected to a remote browser
+	conn    *cdp.Conn
+	// bctx is the browser context the session made for itself
+	// (Profile.IsolatedContext), "" for the default context.
+	bctx     cdpproto.BrowserContextID
 	attached []Watchdog
 	hooks    []hookEntry
 	hookSeq  int
@@ -162,7 +165,11 @@ func (s *Session) Profile() Profile { return s.profile }
 // BrowserContextID is the browser context the session works in while it
 // runs with Profile.IsolatedContext, "" for the browser's default context
 // (and before Start).
-func (s *Session) BrowserContextID() string { return "" }
+func (s *Session) BrowserContextID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.bctx)
+}
 
 // Logger returns the session's logger (never nil).
 func (s *Session) Logger() *zap.Logger { return s.log }
@@ -361,6 +368,13 @@ func (s *Session) connect(ctx context.Context) error {
 	s.conn, s.browser = conn, browser
 	s.mu.Unlock()
 
+	if s.profile.IsolatedContext {
+		// Before discovery: onAttach tells the session's targets from the
+		// others' by this id.
+		if err := s.makeContext(ctx, conn); err != nil {
+			return err
+		}
+	}
 	s.attachConn(conn)
 	return s.discover(ctx, conn)
 }
@@ -406,6 +420,17 @@ func (s *Session) discover(ctx context.Context, conn *cdp.Conn) error {
 // first; in a browser it connected to, the tab Profile.ConnectTab names
 // (see chooseConnectTab).
 func (s *Session) adoptTabs(ctx context.Context) error {
+	if s.BrowserContextID() != "" {
+		// A fresh context has no tab: work in one of our own.
+		id, err := s.openTab(ctx)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.focus = id
+		s.mu.Unlock()
+		return nil
+	}
 	infos, err := cdpproto.Call(ctx, s.conn.Browser(), target.GetTargets, target.GetTargetsParams{})
 	if err != nil {
 		return fmt.Errorf("session: listing targets: %w", err)
@@ -431,7 +456,7 @@ func (s *Session) adoptTabs(ctx context.Context) error {
 		return nil
 	}
 	if len(pages) == 0 {
-		id, err := s.conn.CreateTarget(ctx, "about:blank")
+		id, err := s.createTarget(ctx, s.conn)
 		if err != nil {
 			return fmt.Errorf("session: opening a tab: %w", err)
 		}
@@ -522,6 +547,10 @@ func (s *Session) chooseConnectTab(ctx context.Context, ready []target.ID) (targ
 // that then marks the tab ready and reports it.
 func (s *Session) onAttach(ctx context.Context, cs *cdp.Session) error {
 	info := cs.TargetInfo()
+	if s.otherContext(cs) {
+		s.letGo(ctx, cs)
+		return nil
+	}
 	at := AttachedTarget{Kind: TargetOther, Session: cs}
 	if info != nil {
 		at.URL = info.URL
@@ -544,10 +573,11 @@ func (s *Session) onAttach(ctx context.Context, cs *cdp.Session) error {
 			s.tabs[cs.TargetID()] = &tab{id: cs.TargetID(), sess: cs, url: at.URL, opener: target.ID(at.OpenerID)}
 			s.tabOrder = append(s.tabOrder, cs.TargetID())
 		}
-		if s.browser != nil || s.own[target.ID(at.OpenerID)] {
+		if s.browser != nil || s.bctx != "" || s.own[target.ID(at.OpenerID)] {
 			// Decided here, before any hook runs or the tab is listed:
-			// every tab of a launched browser is the session's, and in a
-			// connected one so is a tab one of its tabs opened (a popup,
+			// every tab of a launched browser or of the session's own
+			// context is the session's (the others never get here), and
+			// in a connected one so is a tab one of its tabs opened (a popup,
 			// a target=_blank link). A tab the session creates itself is
 			// claimed by openTab. The rest is foreign.
 			s.own[cs.TargetID()] = true
@@ -556,7 +586,7 @@ func (s *Session) onAttach(ctx context.Context, cs *cdp.Session) error {
 			// Opened by a tab of ours: ours too, closed on Stop.
 			s.created[cs.TargetID()] = true
 		}
-		owned := s.browser != nil || s.created[cs.TargetID()]
+		owned := s.browser != nil || s.bctx != "" || s.created[cs.TargetID()]
 		s.mu.Unlock()
 		replies = s.preparePage(ctx, cs, owned)
 	case TargetFrame:
@@ -819,6 +849,11 @@ func (s *Session) foreign(id target.ID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, attached := s.tabs[id]
+	if s.bctx != "" && !attached {
+		// Target.targetCrashed reaches every client of the browser: a
+		// target the session never attached is another context's.
+		return !s.own[id]
+	}
 	return attached && !s.own[id]
 }
 
@@ -990,6 +1025,14 @@ func (s *Session) teardown(ctx context.Context, graceful bool) error {
 	for id := range s.created {
 		created = append(created, id)
 	}
+	bctx := s.bctx
+	if bctx != "" {
+		// Disposing the context closes every tab in it.
+		created = created[:0]
+		for id := range s.tabs {
+			created = append(created, id)
+		}
+	}
 	s.mu.Unlock()
 
 	var errs []error
@@ -1012,7 +1055,16 @@ func (s *Session) teardown(ctx context.Context, graceful bool) error {
 	s.mu.Lock()
 	s.running = false
 	s.mu.Unlock()
-	if browser == nil && conn != nil && conn.Err() == nil && len(created) > 0 {
+	switch {
+	case browser == nil && conn != nil && conn.Err() == nil && bctx != "":
+		// Remote browser, a context of our own: dispose of it (its tabs
+		// close), leave the browser and its other contexts running.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.profile.StopBudgets.Browser)
+		if err := s.disposeContext(cctx, conn, bctx, created); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
+	case browser == nil && conn != nil && conn.Err() == nil && len(created) > 0:
 		// Remote browser: close what we opened, leave the rest.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.profile.StopBudgets.Browser)
 		if err := s.closeCreated(cctx, conn, created); err != nil {
@@ -1060,7 +1112,7 @@ func (s *Session) teardown(ctx context.Context, graceful bool) error {
 		cancel()
 	}
 	s.mu.Lock()
-	s.conn, s.browser = nil, nil
+	s.conn, s.browser, s.bctx = nil, nil, ""
 	s.hooks = nil
 	s.flags = nil
 	s.tabs, s.tabOrder, s.focus, s.selector = nil, nil, "", nil
@@ -1094,6 +1146,12 @@ func (s *Session) closeCreated(ctx context.Context, conn *cdp.Conn, ids []target
 			s.log.Debug("closing created tab", zap.String("target", string(id)), zap.Error(err))
 		}
 	}
+	return s.waitGone(ctx, conn, ids)
+}
+
+// waitGone waits until the browser destroyed the tabs ids (or the
+// connection ended, taking them along).
+func (s *Session) waitGone(ctx context.Context, conn *cdp.Conn, ids []target.ID) error {
 	for {
 		s.mu.Lock()
 		var left []target.ID
@@ -1112,7 +1170,7 @@ func (s *Session) closeCreated(ctx context.Context, conn *cdp.Conn, ids []target
 		case <-conn.Done():
 			return nil // the browser closes everything with the connection
 		case <-ctx.Done():
-			return fmt.Errorf("tabs %v the session opened were not destroyed: %w", left, ctx.Err())
+			return fmt.Errorf("tabs %v of the session were not destroyed: %w", left, ctx.Err())
 		}
 	}
 }
