@@ -30,6 +30,8 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	cdpproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
 	"go.uber.org/zap"
 
 	"github.com/browseragent/browseragent/bus"
@@ -128,6 +130,7 @@ type Watchdog struct {
 	log      *zap.Logger
 	active   map[string]*active
 	done     map[string]bool // guids finished or canceled: their late events are ignored
+	others   map[string]bool // guids of another browser context's downloads: ignored
 	files    []events.FileDownloadedEvent
 	loopConn *cdp.Conn // the connection the event loop listens on
 }
@@ -203,6 +206,7 @@ func (w *Watchdog) Attach(s *session.Session) error {
 	}
 	w.active = map[string]*active{}
 	w.done = map[string]bool{}
+	w.others = map[string]bool{}
 	w.files = nil
 	w.loopConn = nil
 	w.mu.Unlock()
@@ -231,7 +235,9 @@ func (w *Watchdog) Detach(ctx context.Context) error {
 	if s != nil {
 		if conn := s.Conn(); conn != nil && conn.Err() == nil {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, _ = cdpproto.Call(cctx, conn.Browser(), browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorDefault})
+			_, _ = cdpproto.Call(cctx, conn.Browser(), browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+				Behavior: browser.SetDownloadBehaviorBehaviorDefault, BrowserContextID: cdpproto.BrowserContextID(s.BrowserContextID()),
+			})
 			cancel()
 		}
 	}
@@ -257,7 +263,7 @@ func (w *Watchdog) Cancel(ctx context.Context, guid string) error {
 	if conn == nil {
 		return session.ErrNotStarted
 	}
-	_, err := cdpproto.Call(ctx, conn.Browser(), browser.CancelDownload, browser.CancelDownloadParams{GUID: guid})
+	_, err := cdpproto.Call(ctx, conn.Browser(), browser.CancelDownload, browser.CancelDownloadParams{GUID: guid, BrowserContextID: cdpproto.BrowserContextID(s.BrowserContextID())})
 	return err
 }
 
@@ -301,6 +307,9 @@ func (w *Watchdog) onConnected(ctx context.Context, _ events.BrowserConnectedEve
 		Behavior:      browser.SetDownloadBehaviorBehaviorAllowAndName,
 		DownloadPath:  dir,
 		EventsEnabled: pagejs.Ptr(true),
+		// A session in a context of its own (Profile.IsolatedContext) sets
+		// that context's downloads only; "" is the default context.
+		BrowserContextID: cdpproto.BrowserContextID(s.BrowserContextID()),
 	})
 	if err != nil {
 		return events.None{}, fmt.Errorf("downloads: setting the download behaviour: %w", err)
@@ -347,6 +356,15 @@ func (w *Watchdog) logger() *zap.Logger {
 
 func (w *Watchdog) begin(ctx context.Context, e *browser.EventDownloadWillBegin) {
 	w.mu.Lock()
+	s := w.sess
+	w.mu.Unlock()
+	if s != nil && !ours(ctx, s, e.FrameID) {
+		w.mu.Lock()
+		w.others[e.GUID] = true
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Lock()
 	if w.done[e.GUID] {
 		w.mu.Unlock()
 		return
@@ -364,12 +382,25 @@ func (w *Watchdog) progress(ctx context.Context, e *browser.EventDownloadProgres
 		interval = DefaultProgressInterval
 	}
 	w.mu.Lock()
-	if w.done[e.GUID] {
-		// Already finished by resync, or a duplicate final event.
+	s := w.sess
+	w.mu.Unlock()
+	isolated := s != nil && s.BrowserContextID() != ""
+	w.mu.Lock()
+	if w.done[e.GUID] || w.others[e.GUID] {
+		// Already finished by resync, a duplicate final event, or another
+		// context's download.
 		w.mu.Unlock()
 		return
 	}
 	a := w.active[e.GUID]
+	if a == nil && isolated {
+		// In a context of its own the session set the download behaviour
+		// after subscribing: a download it did not see begin is another
+		// context's.
+		w.others[e.GUID] = true
+		w.mu.Unlock()
+		return
+	}
 	if a == nil {
 		// Began before we subscribed (or while events were lost).
 		a = &active{guid: e.GUID}
@@ -404,6 +435,59 @@ func (w *Watchdog) progress(ctx context.Context, e *browser.EventDownloadProgres
 			}
 		}
 	}
+}
+
+// ours reports whether a download that began in frame is the session's.
+// Chromium reports every context's downloads to every client that enabled
+// download events, so a session in a context of its own
+// (Profile.IsolatedContext, whose targets are the only ones it attaches)
+// keeps a download only when frame is one of its tabs or of their frames.
+// In the default context every download is the session's.
+func ours(ctx context.Context, s *session.Session, frame cdpproto.FrameID) bool {
+	if s.BrowserContextID() == "" {
+		return true
+	}
+	var sessions []*cdp.Session
+	for _, t := range s.Tabs() {
+		if t.TargetID == string(frame) {
+			return true // a tab's main frame: its id is the target's
+		}
+		if cs, err := s.PageSession(t.TargetID); err == nil {
+			sessions = append(sessions, cs)
+		}
+	}
+	for _, f := range s.FrameTargets("") {
+		if f.Session.TargetID() == target.ID(frame) {
+			return true // a cross-site iframe
+		}
+		sessions = append(sessions, f.Session)
+	}
+	// A frame inside one of them (rare: downloads mostly come from a
+	// navigation of the tab itself).
+	for _, cs := range sessions {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		res, err := cdpproto.Call(cctx, cs, page.GetFrameTree, cdpproto.Empty{})
+		cancel()
+		if err == nil && hasFrame(res.FrameTree, frame) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasFrame(t *page.FrameTree, id cdpproto.FrameID) bool {
+	if t == nil {
+		return false
+	}
+	if t.Frame != nil && t.Frame.ID == id {
+		return true
+	}
+	for _, c := range t.ChildFrames {
+		if hasFrame(c, id) {
+			return true
+		}
+	}
+	return false
 }
 
 // save moves a completed download to its name and records it, or reports

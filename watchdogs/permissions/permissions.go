@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/chromedp/cdproto/browser"
+	cdpproto "github.com/chromedp/cdproto/cdp"
 	"go.uber.org/zap"
 
 	"github.com/browseragent/browseragent/events"
@@ -116,10 +117,12 @@ func (w *Watchdog) Attach(s *session.Session) error {
 		// Browser.grantPermissions is deprecated in the protocol (and absent
 		// from cdproto) but Chromium 156 implements it; it takes the enum
 		// names browser-use's profile uses.
+		// A session in a context of its own grants in that context only.
 		params := struct {
-			Permissions []string `json:"permissions"`
-			Origin      string   `json:"origin,omitempty"`
-		}{names, w.cfg.Origin}
+			Permissions      []string `json:"permissions"`
+			Origin           string   `json:"origin,omitempty"`
+			BrowserContextID string   `json:"browserContextId,omitempty"`
+		}{names, w.cfg.Origin, s.BrowserContextID()}
 		if err := conn.Browser().Call(ctx, "Browser.grantPermissions", params, nil); err != nil {
 			return events.None{}, fmt.Errorf("permissions: granting %s: %w", strings.Join(names, ", "), err)
 		}
@@ -141,7 +144,8 @@ func (w *Watchdog) Attach(s *session.Session) error {
 			return events.None{}, nil
 		}
 		// Best effort: the session is stopping and the browser may be going.
-		if err := conn.Browser().Call(ctx, "Browser.resetPermissions", struct{}{}, nil); err != nil {
+		reset := browser.ResetPermissionsParams{BrowserContextID: cdpproto.BrowserContextID(s.BrowserContextID())}
+		if err := conn.Browser().Call(ctx, browser.CommandResetPermissions, reset, nil); err != nil {
 			log.Debug("resetting permissions", zap.Error(err))
 		}
 		return events.None{}, nil

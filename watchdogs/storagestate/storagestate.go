@@ -390,7 +390,7 @@ func (w *Watchdog) setCookies(ctx context.Context, s *session.Session, cookies [
 	if conn == nil {
 		return 0, session.ErrNotStarted
 	}
-	if _, err := cdpproto.Call(ctx, conn.Browser(), storage.SetCookies, storage.SetCookiesParams{Cookies: params}); err != nil {
+	if _, err := cdpproto.Call(ctx, conn.Browser(), storage.SetCookies, storage.SetCookiesParams{Cookies: params, BrowserContextID: cdpproto.BrowserContextID(s.BrowserContextID())}); err != nil {
 		return 0, err
 	}
 	return len(params), nil
@@ -428,7 +428,7 @@ func (w *Watchdog) onSave(ctx context.Context, ev events.SaveStorageStateEvent) 
 	if conn == nil {
 		return events.StorageStateResult{}, session.ErrNotStarted
 	}
-	res, err := cdpproto.Call(ctx, conn.Browser(), storage.GetCookies, storage.GetCookiesParams{})
+	res, err := cdpproto.Call(ctx, conn.Browser(), storage.GetCookies, storage.GetCookiesParams{BrowserContextID: cdpproto.BrowserContextID(s.BrowserContextID())})
 	if err != nil {
 		return events.StorageStateResult{}, fmt.Errorf("storagestate: reading cookies: %w", err)
 	}
