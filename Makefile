@@ -1,7 +1,7 @@
 # The two commands the README promises. Both make sure a Chromium exists first.
 GO ?= go
 
-.PHONY: demo test chromium vet bench bench-replay bench-perception cross
+.PHONY: demo test chromium vet bench bench-replay bench-perception bench-pool cross temporal
 
 chromium:
 	@scripts/ensure-chromium.sh
@@ -29,6 +29,22 @@ bench-replay: chromium
 ## ARGS=--playwright for Playwright's column (needs node and npm).
 bench-perception: chromium
 	$(GO) run ./cmd/benchperception $(ARGS)
+
+## bench-pool: the browser pool (package pool) on a scripted sign-up task
+## with 1, 4 and 8 concurrent sessions, one Chromium per session against
+## one shared Chromium with a browser context per session: runs per minute,
+## median run, memory per session (PSS and RSS), as ratios against 1
+## session per-session (docs/performance.md, docs/scaling.md). ARGS=--json.
+bench-pool: chromium
+	$(GO) run ./cmd/benchpool $(ARGS)
+
+## temporal: browseragent and the Temporal add-on browseragent-temporal
+## (the separate module temporal/), side by side in bin/: the worker,
+## submit and cancel commands run the add-on found next to browseragent,
+## then on PATH (docs/scaling.md).
+temporal:
+	$(GO) build -o bin/browseragent ./cmd/browseragent
+	cd temporal && $(GO) build -o ../bin/browseragent-temporal ./cmd/browseragent-temporal
 
 ## cross: everything, tests included, builds and vets for Windows and macOS
 ## (the tests run on Linux only); -exec=/bin/true links each test binary

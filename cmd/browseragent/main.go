@@ -10,6 +10,12 @@
 //	browseragent mcp [flags]             serve the browser to MCP clients (stdio or --http)
 //	browseragent doctor [--json]         which browser would be launched, its version, and why
 //
+// Scale out (docs/scaling.md):
+//
+//	browseragent worker [flags]          a Temporal worker (runs the add-on browseragent-temporal)
+//	browseragent submit "task" [--wait]  submit a task to Temporal (add-on)
+//	browseragent cancel ID               cancel a submitted task (add-on)
+//
 // A background session for shells and scripts (docs/shell.md):
 //
 //	browseragent open URL [--session NAME]   start a background session (or reuse it) on URL
@@ -81,6 +87,9 @@ func commands() []command {
 		{"close", "end a background session: history, trace and report written", runClose},
 		{serveCommand, "", runServeSession},
 		{"mcp", "serve the browser to MCP clients (Claude Code, Cursor, …) over stdio or --http", runMCP},
+		{"worker", "run a Temporal worker (hands off to the add-on browseragent-temporal)", handoff("worker")},
+		{"submit", "submit a task to Temporal, --wait for its result (add-on browseragent-temporal)", handoff("submit")},
+		{"cancel", "cancel a task submitted to Temporal (add-on browseragent-temporal)", handoff("cancel")},
 		{"doctor", "say which browser would be launched and why, its version, and where sessions keep files", runDoctor},
 	}
 }
@@ -117,7 +126,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "run 'browseragent %s -h' for usage\n", c.name)
 			return exitUsage
 		default:
-			fmt.Fprintf(stderr, "browseragent %s: %v\n", c.name, err)
+			// A silent error (a child command's exit) was explained by
+			// whoever failed.
+			var se interface{ silent() bool }
+			if !errors.As(err, &se) || !se.silent() {
+				fmt.Fprintf(stderr, "browseragent %s: %v\n", c.name, err)
+			}
 			var ec interface{ exitCode() int }
 			if errors.As(err, &ec) {
 				return ec.exitCode()
