@@ -126,7 +126,8 @@ type StateRecord struct {
 type HistoryItem struct {
 	Step int `json:"step"`
 	// Source says where the step's actions came from: the model (""),
-	// a replayed recording, a heal of a replayed step, or the action cache.
+	// a replayed recording, a heal of a replayed step, the action cache, or
+	// a resumed run's restore.
 	Source StepSource `json:"source,omitempty"`
 	// Output is the model's parsed reply (nil for step 0 and failed calls).
 	Output  *AgentOutput   `json:"model_output,omitempty"`

@@ -14,10 +14,6 @@ import (
 	"github.com/browseragent/browseragent/events"
 )
 
-// SourceResume marks the first step of a resumed run: the restore of the
-// page the recorded run had reached, without a model call (Resume).
-const SourceResume StepSource = "resume"
-
 // Errors of Step, EndRun and Resume.
 var (
 	// ErrRunEnded: Step was called after the run it belongs to ended

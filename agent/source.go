@@ -15,6 +15,9 @@ const (
 	SourceReplay StepSource = "replay" // a recorded run's actions, replayed without the model
 	SourceHeal   StepSource = "heal"   // the model, asked to mend one replayed step
 	SourceCache  StepSource = "cache"  // the action cache, instead of a model call
+	// SourceResume: a resumed run's first step, the restore of the page the
+	// recorded run had reached, without a model call (Resume).
+	SourceResume StepSource = "resume"
 )
 
 // stepSource supplies a step's actions instead of (or before) the model:
