@@ -293,3 +293,58 @@ func TestIsolatedReconnect(t *testing.T) {
 		t.Fatalf("navigation in the new context: %+v", r)
 	}
 }
+
+// Another context's new targets never wait for a session: it resumes and
+// lets them go before any of its target hooks runs. Session A's hook
+// blocks every target it is given; session B, in its own context on the
+// same browser, still starts, navigates and opens a popup, and A's hook
+// never sees B's targets.
+func TestIsolatedOthersTargetsDoNotWait(t *testing.T) {
+	u := newUserBrowser(t)
+	var (
+		mu      sync.Mutex
+		hold    bool
+		held    []string
+		release = make(chan struct{})
+	)
+	blocker := session.NewWatchdog("blocker", func(s *session.Session) error {
+		s.AddTargetHook(func(ctx context.Context, at session.AttachedTarget) error {
+			mu.Lock()
+			h := hold
+			if h {
+				held = append(held, string(at.Session.TargetID()))
+			}
+			mu.Unlock()
+			if h {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			return nil
+		})
+		return nil
+	})
+	a := u.connect(t, session.Profile{IsolatedContext: true}, session.WithWatchdogs(blocker))
+	t.Cleanup(func() { close(release) }) // before A's Stop (cleanups run last first)
+	mu.Lock()
+	hold = true
+	mu.Unlock()
+
+	b := u.connect(t, session.Profile{IsolatedContext: true})
+	navigate(t, b, u.env.URL("/links.html"), false)
+	var ignored any
+	evalFocused(t, b, `void window.open('/other.html?from=popup')`, &ignored)
+	poll(t, "B lists its popup", func() bool { return len(b.Tabs()) == 2 })
+	if r := navigate(t, b, u.env.URL("/other.html"), true); r.URL != u.env.URL("/other.html") {
+		t.Fatalf("B's new tab: %+v", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(held) != 0 {
+		t.Fatalf("A's target hook was given B's targets %v", held)
+	}
+	if !a.Running() {
+		t.Fatal("A stopped")
+	}
+}

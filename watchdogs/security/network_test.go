@@ -236,6 +236,17 @@ func (h *harness) waitTitle(want string) {
 // that reaches for a refused one in every way a page can; not one
 // connection may reach it, and each attempt is reported.
 func TestRequestsScopeStopsEverySubresource(t *testing.T) {
+	requestsScopeStopsEverySubresource(t, false)
+}
+
+// In a browser context of the session's own (Profile.IsolatedContext) the
+// interception and the network guard hold the same: the context uses the
+// launched browser's proxy, the guard.
+func TestRequestsScopeStopsEverySubresourceIsolated(t *testing.T) {
+	requestsScopeStopsEverySubresource(t, true)
+}
+
+func requestsScopeStopsEverySubresource(t *testing.T, isolated bool) {
 	refused := newCountingServer(t)
 	pages := map[string]string{}
 	allowed := hostileSite(t, pages)
@@ -246,7 +257,7 @@ func TestRequestsScopeStopsEverySubresource(t *testing.T) {
 	pages["/shared.js"] = fill(sharedJS, base)
 	pages["/sw.js"] = fill(swJS, base)
 
-	h := launch(t, session.Profile{AllowedDomains: []string{"127.0.0.1"}},
+	h := launch(t, session.Profile{AllowedDomains: []string{"127.0.0.1"}, IsolatedContext: isolated},
 		Config{Dial: routeAll(allowed, refused.addr)})
 	if got := h.w.Scope(); got != ScopeRequests {
 		t.Fatalf("scope = %q, want %q (a domain list defaults to every request)", got, ScopeRequests)
