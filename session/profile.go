@@ -61,16 +61,23 @@ type Profile struct {
 	// the session opens a new one.
 	ConnectTab string
 	// IsolatedContext gives the session a browser context of its own
-	// (Target.createBrowserContext, an "incognito" profile) in the browser
-	// it launched or connected to: its tabs, popups, cookies, storage,
-	// cache, permissions and downloads live there, and the browser's other
-	// contexts — the user's, other sessions' — are invisible to it. Stop
-	// disposes the context (its tabs close) and leaves a browser it did
-	// not launch running. Many sessions can so share one Chromium; they
-	// still share its browser process, GPU and network processes, and a
-	// browser crash takes every context down. ConnectTab is ignored: the
-	// session always works in a tab of its own. Default false: the
-	// browser's default context.
+	// (Target.createBrowserContext, an off-the-record profile) in the
+	// browser it launched or connected to: its tabs, popups, cookies,
+	// storage, cache, permissions and downloads live there, and the
+	// browser's other contexts — the user's, other sessions' — are
+	// invisible to it: their targets are resumed and let go the moment they
+	// attach (never held, never instrumented), their crashes and downloads
+	// are not reported. ConnectTab is ignored: the session works in a new
+	// tab of its context. Stop disposes of the context (its tabs close)
+	// and leaves a browser it did not launch running; a launched browser
+	// is closed as usual. The context outlives a dropped connection (it is
+	// not disposed on detach): Reconnect finds it with its tabs, or, when
+	// it is gone, works in a new one and reports the old tabs closed. A
+	// process that dies without Stop leaves the context open in a browser
+	// it connected to. Many sessions can so share one Chromium; they still
+	// share its browser, GPU and network processes and its proxy (the
+	// launch flags), and a browser crash takes every context down. Default
+	// false: the browser's default context.
 	IsolatedContext bool
 	// StallTimeout is how long the connection may stay silent, probes
 	// unanswered, before the session treats it as lost (a hung browser or a
