@@ -12,6 +12,7 @@
 //
 // Scale out (docs/scaling.md):
 //
+//	browseragent batch FILE|- [flags]    run many tasks concurrently on a pool of sessions
 //	browseragent worker [flags]          a Temporal worker (runs the add-on browseragent-temporal)
 //	browseragent submit "task" [--wait]  submit a task to Temporal (add-on)
 //	browseragent cancel ID               cancel a submitted task (add-on)
@@ -87,6 +88,7 @@ func commands() []command {
 		{"close", "end a background session: history, trace and report written", runClose},
 		{serveCommand, "", runServeSession},
 		{"mcp", "serve the browser to MCP clients (Claude Code, Cursor, …) over stdio or --http", runMCP},
+		{"batch", "run many tasks (one a line, or JSON lines) concurrently on a pool of sessions", runBatch},
 		{"worker", "run a Temporal worker (hands off to the add-on browseragent-temporal)", handoff("worker")},
 		{"submit", "submit a task to Temporal, --wait for its result (add-on browseragent-temporal)", handoff("submit")},
 		{"cancel", "cancel a task submitted to Temporal (add-on browseragent-temporal)", handoff("cancel")},

@@ -13,6 +13,7 @@ import (
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/pricing"
+	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/report"
 	"github.com/browseragent/browseragent/session"
 	"github.com/browseragent/browseragent/telemetry"
@@ -41,6 +42,11 @@ type runConfig struct {
 	// replay, when set, replays a recorded history instead of running the
 	// task with model (which, if set, heals; nil: no healing).
 	replay *replayConfig
+	// lease, when set, gives the run a started session instead of one of
+	// its own (browser is then unused): batch leases them from a pool.
+	// traceBus attaches the run's trace to the session's bus; release
+	// hands the session back.
+	lease func(ctx context.Context, traceBus func(*bus.Bus)) (s *session.Session, release func() error, err error)
 }
 
 // replayConfig is what a replay runs: the recording and its options (their
@@ -116,7 +122,15 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 		dir := filepath.Join(filepath.Dir(out.Trace), report.FramesDir)
 		opts = append(opts, session.WithWatchdogs(recording.New(recording.Config{Dir: dir})))
 	}
-	s, err := startSession(ctx, &cfg.browser, opts...)
+	var (
+		s       *session.Session
+		release func() error
+	)
+	if cfg.lease != nil {
+		s, release, err = cfg.lease(ctx, tw.ObserveBus)
+	} else if s, err = startSession(ctx, &cfg.browser, opts...); err == nil {
+		release = func() error { return stopSession(s) }
+	}
 	if err != nil {
 		closeTrace()
 		return nil, err
@@ -125,7 +139,7 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 	set := cfg.settings
 	hs, err := cfg.human.setup(s, os.Stdin, cfg.stdinTTY, progress)
 	if err != nil {
-		stopSession(s)
+		release()
 		closeTrace()
 		return nil, err
 	}
@@ -143,7 +157,7 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 	if cfg.otel {
 		tp, shutdown, err := newOTLP(ctx)
 		if err != nil {
-			stopSession(s)
+			release()
 			closeTrace()
 			return nil, err
 		}
@@ -174,7 +188,7 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 		a, err := agent.New(cfg.task, cfg.model, s, set)
 		if err != nil {
 			hs.close()
-			stopSession(s)
+			release()
 			closeTrace()
 			return nil, err
 		}
@@ -194,7 +208,7 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 			runErr = err
 		}
 	}
-	if err := stopSession(s); err != nil && runErr == nil {
+	if err := release(); err != nil && runErr == nil {
 		runErr = err
 	}
 	if err := closeTrace(); err != nil && runErr == nil {
