@@ -243,6 +243,30 @@ func TestIsolatedCrashStaysInItsContext(t *testing.T) {
 	if !a.Running() {
 		t.Fatal("A stopped with B")
 	}
+
+	// A closes its crashed tab, its context's last: it works in a new tab
+	// of its context (in the browser it launched, which runs on).
+	crashed := a.FocusedTab()
+	if _, err := bus.Call(ctxT(t), a.Bus(), events.CloseTab, events.CloseTabEvent{TargetID: crashed}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "A works in a new tab", func() bool { f := a.FocusedTab(); return f != "" && f != crashed })
+	if err := a.Ready(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	infos, err := cdpproto.Call(ctxT(t), a.Conn().Browser(), target.GetTargets, target.GetTargetsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ti := range infos.TargetInfos {
+		if string(ti.TargetID) == a.FocusedTab() && string(ti.BrowserContextID) != a.BrowserContextID() {
+			t.Fatalf("A's new tab is in context %s, want %s", ti.BrowserContextID, a.BrowserContextID())
+		}
+	}
+	wantTabs(t, "A after closing its crashed tab", a, a.FocusedTab())
+	if r := navigate(t, a, env.URL("/other.html"), false); r.URL != env.URL("/other.html") {
+		t.Fatalf("A in its new tab: %+v", r)
+	}
 }
 
 // A dropped connection does not lose the context: Reconnect finds it, with

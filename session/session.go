@@ -907,8 +907,9 @@ func (s *Session) tabGone(id target.ID) {
 	running := s.running
 	// In a browser it launched, where every tab is the session's, none
 	// left means the browser is closing (its window was closed): no new
-	// tab then, as before.
-	reopen := running && refocus && focus == "" && !s.reopening && s.browser == nil
+	// tab then, as before — unless the session works in a context of its
+	// own, whose last tab may close while the browser runs on.
+	reopen := running && refocus && focus == "" && !s.reopening && (s.browser == nil || s.bctx != "")
 	if reopen {
 		s.reopening = true // Ready waits for the replacement
 		s.wg.Add(1)
