@@ -34,7 +34,8 @@ type ResumeOptions struct {
 	// re-applying only the input actions done on it. For sites whose state
 	// lives in the browser (a login) and is lost with it.
 	FromStart bool
-	// Vars override recorded values by variable name (ReplayVariables).
+	// Vars override recorded values by variable name: the names
+	// ReplayVariables gives the restored actions (with FromStart, h's).
 	Vars map[string]string
 	// Rebase maps a recorded origin to the origin to use instead
 	// (ReplayOptions.Rebase).
@@ -126,7 +127,8 @@ type restoreOrigin struct {
 // Then the model continues. The agent's History starts with h's items, so
 // step numbers and the model's memory carry on (compacted as in any run
 // once Settings.CompactEverySteps is due); the recorded steps count against
-// MaxSteps, and consecutive failures at h's end against MaxFailures. The
+// MaxSteps, and consecutive failures at h's end against MaxFailures until
+// a step succeeds (a restore that succeeds is one). The
 // step in progress when the recorded run stopped is not in h and is lost.
 //
 // A restore that cannot find an element, whose precondition does not hold,

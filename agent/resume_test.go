@@ -387,3 +387,39 @@ func TestResumeEdgeCases(t *testing.T) {
 		}
 	})
 }
+
+// FromStart replays every recorded action, the submit of page 1 included
+// (for state that lives in the browser), then the model goes on.
+func TestResumeFromStart(t *testing.T) {
+	site := newSignupSite(t)
+	items := recordTwoSteps(t, site)
+	_, s := newSession(t)
+	model := scripted.New(finishScript())
+	b, err := agent.Resume("", model, s, settings(t), &agent.History{Task: site.task(), Items: items}, agent.ResumeOptions{FromStart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	item, res, err := b.Step(ctx)
+	if err != nil || res != nil || item.Source != agent.SourceResume || item.Error != "" {
+		t.Fatalf("restore: %v %+v %+v", err, res, item)
+	}
+	var names []string
+	for _, r := range item.Actions {
+		names = append(names, r.Name)
+	}
+	if strings.Join(names, ",") != "navigate,input,click,input" {
+		t.Fatalf("FromStart restore ran %v, want every recorded action", names)
+	}
+	if n := len(site.submitted("/p1")); n != 2 {
+		t.Fatalf("page 1 submitted %d times, want 2 (FromStart repeats the submit)", n)
+	}
+	res, err = b.Run(ctx)
+	if err != nil || !res.Done || !res.Success || len(model.Requests()) != 4 {
+		t.Fatalf("run: %v %+v (%d model calls)", err, res, len(model.Requests()))
+	}
+	if p2 := site.submitted("/p2"); len(p2) != 1 || p2[0].Get("email") != "ada@example.com" {
+		t.Fatalf("page 2 submissions %v", p2)
+	}
+}
