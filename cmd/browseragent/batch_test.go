@@ -276,6 +276,11 @@ func TestReadBatch(t *testing.T) {
 			t.Errorf("%q: %v; want errBatchInput and %q", c.in, err, c.want)
 		}
 	}
+	// "-" reads stdin, named so in errors; nothing runs.
+	r := cliIn(t, os.Args[0], strings.NewReader("Find the docs\n{\"task\": 1}\n"), nil, "batch", "--model", "openai:x", "-")
+	if r.code != 1 || !strings.Contains(r.stderr, "bad batch input: stdin:2:") || r.stdout != "" {
+		t.Errorf("batch - with a bad second line: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
 	// Flags batch refuses, before reading anything.
 	for _, c := range []struct {
 		args []string
