@@ -125,8 +125,9 @@ type restoreOrigin struct {
 //     in the browser (a login) and is lost with it.
 //
 // Then the model continues. The agent's History starts with h's items, so
-// step numbers and the model's memory carry on (compacted as in any run
-// once Settings.CompactEverySteps is due); the recorded steps count against
+// step numbers and the model's memory carry on (a history summary h
+// recorded stays in force, and the history is compacted as in any run once
+// Settings.CompactEverySteps is due); the recorded steps count against
 // MaxSteps, and consecutive failures at h's end against MaxFailures until
 // a step succeeds (a restore that succeeds is one). The
 // step in progress when the recorded run stopped is not in h and is lost.
@@ -178,8 +179,28 @@ func Resume(task string, model llm.Model, b Browser, set Settings, h *History, o
 	if a.set.planning() {
 		a.plan = append([]PlanItem(nil), last.Plan...)
 	}
+	a.compact = recordedCompaction(h.Items)
 	a.restore = plan
 	return a, nil
+}
+
+// recordedCompaction is the history summary in force at the end of items
+// (the last one a step recorded), so that the resumed prompt folds the same
+// steps without a new summary call.
+func recordedCompaction(items []HistoryItem) compactState {
+	for i := len(items) - 1; i >= 0; i-- {
+		c := items[i].Compaction
+		if c == nil || c.Summary == "" {
+			continue
+		}
+		for j := range items[:i] {
+			if items[j].Step == c.ToStep {
+				return compactState{summary: c.Summary, upTo: j + 1, lastStep: items[i].Step, fromStep: c.FromStep, toStep: c.ToStep}
+			}
+		}
+		break
+	}
+	return compactState{}
 }
 
 // recordedLoopSteps counts the recorded steps that used the step budget:

@@ -423,3 +423,33 @@ func TestResumeFromStart(t *testing.T) {
 		t.Fatalf("page 2 submissions %v", p2)
 	}
 }
+
+// A history summary the recorded run made stays in force: the resumed
+// prompt shows it instead of the steps it folded, without a new summary.
+func TestResumeKeepsTheSummary(t *testing.T) {
+	site := newSignupSite(t)
+	items := recordTwoSteps(t, site)
+	items[2].Compaction = &agent.Compaction{FromStep: 1, ToStep: 1, Summary: "SUMMARY: page 1 is done."}
+	_, s := newSession(t)
+	model := scripted.New(finishScript()[:1])
+	b, err := agent.Resume("", model, s, settings(t), &agent.History{Task: site.task(), Items: items}, agent.ResumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for i := 0; i < 2; i++ { // the restore, then the model's step
+		if item, res, err := b.Step(ctx); err != nil || res != nil || item.Error != "" {
+			t.Fatalf("step %d: %v %+v %+v", i, err, res, item)
+		}
+	}
+	reqs := model.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("model calls %d, want 1", len(reqs))
+	}
+	p := userText(reqs[0])
+	if !strings.Contains(p, "SUMMARY: page 1 is done.") || strings.Contains(p, "Typed Ada's name on page 1") || !strings.Contains(p, "Typed the email on page 2") {
+		t.Fatalf("the resumed prompt does not keep the recorded summary:\n%s", p)
+	}
+	b.EndRun(ctx, nil)
+}
