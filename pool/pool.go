@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -112,6 +113,13 @@ type Config struct {
 	// (session.WithoutWatchdogs) or add observers. It must return fresh
 	// watchdogs on each call: a watchdog belongs to one session.
 	Options func() []session.Option
+	// MaxStarting bounds the sessions starting at once (a launch, a
+	// connection and the first tab); the other Acquire calls that have a
+	// slot wait their turn. Default runtime.NumCPU(): a Chromium launch is
+	// CPU-bound, and eight at once on two busy cores made a browser's first
+	// tab miss the session's attach wait (measured with cmd/benchpool).
+	// Negative is an error.
+	MaxStarting int
 	// Logger receives the pool's logs and is the sessions' logger. Default
 	// zap.NewNop().
 	Logger *zap.Logger
@@ -151,6 +159,7 @@ type Pool struct {
 	closeErr    error // set before closeDone closes
 
 	launchLock chan struct{} // one launch of the shared browser at a time
+	startSem   chan struct{} // a token per session starting (MaxStarting)
 
 	mu       sync.Mutex
 	closed   bool
@@ -182,9 +191,16 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.MaxSessions < 0 {
 		return nil, fmt.Errorf("%w: MaxSessions %d is negative", ErrBadConfig, cfg.MaxSessions)
 	}
+	if cfg.MaxStarting < 0 {
+		return nil, fmt.Errorf("%w: MaxStarting %d is negative", ErrBadConfig, cfg.MaxStarting)
+	}
 	max := cfg.MaxSessions
 	if max == 0 {
 		max = DefaultMaxSessions
+	}
+	starting := cfg.MaxStarting
+	if starting == 0 {
+		starting = runtime.NumCPU()
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -200,6 +216,7 @@ func New(cfg Config) (*Pool, error) {
 		closeCancel: cancel,
 		closeDone:   make(chan struct{}),
 		launchLock:  make(chan struct{}, 1),
+		startSem:    make(chan struct{}, starting),
 		leases:      map[*Lease]struct{}{},
 	}, nil
 }
@@ -280,6 +297,12 @@ func (p *Pool) start(ctx context.Context, id int) (*Lease, error) {
 	defer cancel()
 	stop := context.AfterFunc(p.closeCtx, cancel)
 	defer stop()
+	select {
+	case p.startSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("pool: waiting for other sessions to start: %w", ctx.Err())
+	}
+	defer func() { <-p.startSem }()
 	for attempt := 0; ; attempt++ {
 		prof := p.cfg.Profile
 		var shared *cdp.Browser

@@ -441,6 +441,7 @@ func TestBrowserPerSession(t *testing.T) {
 func TestNewRefusesBadConfig(t *testing.T) {
 	for name, cfg := range map[string]Config{
 		"negative max":         {MaxSessions: -1},
+		"negative starting":    {MaxStarting: -2},
 		"unknown mode":         {Mode: Mode(7)},
 		"per-session with URL": {Mode: BrowserPerSession, Profile: session.Profile{CDPURL: "ws://127.0.0.1:1/devtools/browser/x"}},
 		"per-session with dir": {Mode: BrowserPerSession, Profile: session.Profile{UserDataDir: t.TempDir()}},

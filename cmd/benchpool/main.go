@@ -77,8 +77,15 @@ type Result struct {
 	GoHeapMB        float64 `json:"go_heap_mb"`
 	// GoHeapPerSessionMB is the Go heap above the idle baseline, per session.
 	GoHeapPerSessionMB float64 `json:"go_heap_per_session_mb"`
-	Launches           int     `json:"browser_launches"`
-	Crashes            int     `json:"browser_crashes"`
+	// Failures are runs (or memory-phase sessions) that failed, counted
+	// and left out; FirstFailure says why the first did.
+	Failures     int    `json:"failures"`
+	FirstFailure string `json:"first_failure,omitempty"`
+	// Open is the number of sessions open when the memory was read (less
+	// than Sessions when some failed to start).
+	Open     int `json:"open"`
+	Launches int `json:"browser_launches"`
+	Crashes  int `json:"browser_crashes"`
 	// Ratios against the reference (1 session, per-session mode).
 	ThroughputX    float64 `json:"throughput_x"`
 	MedianRunX     float64 `json:"median_run_x"`
@@ -185,8 +192,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		r.PSSPerSessionX = ratio(r.PSSPerSessionMB, ref.PSSPerSessionMB)
 		r.RSSPerSessionX = ratio(r.RSSPerSessionMB, ref.RSSPerSessionMB)
 	}
-	if want := b.runs.Load(); site.submissions.Load() != want {
-		return fmt.Errorf("the site received %d submissions for %d runs", site.submissions.Load(), want)
+	if want := b.runs.Load(); site.submissions.Load() < want {
+		return fmt.Errorf("the site received %d submissions for %d successful runs", site.submissions.Load(), want)
 	}
 	rep.LoadAfter = loadavg()
 	if o.json {
@@ -248,17 +255,27 @@ func (b *bench) measure(ctx context.Context, m pool.Mode, n int) (Result, error)
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err == nil {
+	for _, err := range errs {
+		res.fail(err)
+	}
+	open := 0
+	for _, l := range leases {
+		if l != nil {
+			open++
+		}
+	}
+	res.Open = open
+	if open > 0 {
 		mem, err := browserMemory(p.BrowserPIDs())
 		if err != nil {
 			return res, err
 		}
 		heap := goHeap()
-		res.PSSPerSessionMB = mb(mem.pss) / float64(n)
-		res.RSSPerSessionMB = mb(mem.rss) / float64(n)
+		res.PSSPerSessionMB = mb(mem.pss) / float64(open)
+		res.RSSPerSessionMB = mb(mem.rss) / float64(open)
 		res.Processes = mem.procs
 		res.GoHeapMB = mb(heap)
-		res.GoHeapPerSessionMB = mb(max(heap-baseHeap, 0)) / float64(n)
+		res.GoHeapPerSessionMB = mb(max(heap-baseHeap, 0)) / float64(open)
 	}
 	for _, l := range leases {
 		if l != nil {
@@ -267,29 +284,31 @@ func (b *bench) measure(ctx context.Context, m pool.Mode, n int) (Result, error)
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return res, fmt.Errorf("memory phase: %w", err)
-	}
 
 	// Timed phase.
 	durs := make([][]time.Duration, n)
+	fails := make([][]error, n)
 	start := time.Now()
 	for w := range n {
 		wg.Go(func() {
 			for range b.o.runs {
+				if ctx.Err() != nil {
+					fails[w] = append(fails[w], ctx.Err())
+					return
+				}
 				t0 := time.Now()
 				l, err := p.Acquire(ctx)
 				if err != nil {
-					errs[w] = err
-					return
+					fails[w] = append(fails[w], err)
+					continue
 				}
 				err = b.task(ctx, l)
 				if rerr := l.Release(ctx); err == nil {
 					err = rerr
 				}
 				if err != nil {
-					errs[w] = err
-					return
+					fails[w] = append(fails[w], err)
+					continue
 				}
 				durs[w] = append(durs[w], time.Since(t0))
 			}
@@ -297,10 +316,15 @@ func (b *bench) measure(ctx context.Context, m pool.Mode, n int) (Result, error)
 	}
 	wg.Wait()
 	wall := time.Since(start)
-	if err := errors.Join(errs...); err != nil {
-		return res, fmt.Errorf("timed phase: %w", err)
+	for _, f := range fails {
+		for _, err := range f {
+			res.fail(err)
+		}
 	}
 	all := slices.Concat(durs...)
+	if len(all) == 0 {
+		return res, fmt.Errorf("timed phase: every run failed: %s", res.FirstFailure)
+	}
 	slices.Sort(all)
 	res.WallSeconds = wall.Seconds()
 	res.RunsPerMinute = float64(len(all)) / wall.Minutes()
@@ -308,6 +332,17 @@ func (b *bench) measure(ctx context.Context, m pool.Mode, n int) (Result, error)
 	st := p.Stats()
 	res.Launches, res.Crashes = st.Launches, st.Crashes
 	return res, nil
+}
+
+// fail counts a failed run.
+func (r *Result) fail(err error) {
+	if err == nil {
+		return
+	}
+	r.Failures++
+	if r.FirstFailure == "" {
+		r.FirstFailure = err.Error()
+	}
 }
 
 // task runs the fixture task with a scripted agent on the lease's session.
@@ -420,11 +455,11 @@ func printTable(w io.Writer, rep Report) {
 	fmt.Fprintf(w, "browser pool, fixture sign-up task (scripted model, latency %s); %s, %d CPUs, %s; %s\n",
 		rep.Latency, runtime.GOOS+"/"+runtime.GOARCH, rep.CPUs, rep.Machine, rep.Date)
 	fmt.Fprintf(w, "load before: %s; after: %s\nratios (x) against %s\n\n", rep.LoadBefore, rep.LoadAfter, rep.Reference)
-	fmt.Fprintln(w, "mode         N  runs  runs/min      (x)  median run s    (x)  PSS/session MB    (x)  RSS/session MB    (x)  procs  Go heap MB (per session)  launches")
+	fmt.Fprintln(w, "mode         N  runs  runs/min      (x)  median run s    (x)  PSS/session MB    (x)  RSS/session MB    (x)  procs  Go heap MB (per session)  launches  failed")
 	for _, r := range rep.Results {
-		fmt.Fprintf(w, "%-11s %2d  %4d  %8.1f  %6.2fx  %12.2f  %5.2fx  %14.0f  %5.2fx  %14.0f  %5.2fx  %5d  %10.1f (%5.1f)  %8d\n",
+		fmt.Fprintf(w, "%-11s %2d  %4d  %8.1f  %6.2fx  %12.2f  %5.2fx  %14.0f  %5.2fx  %14.0f  %5.2fx  %5d  %10.1f (%5.1f)  %8d  %6d\n",
 			r.Mode, r.Sessions, r.Runs, r.RunsPerMinute, r.ThroughputX, r.MedianRunSeconds, r.MedianRunX,
-			r.PSSPerSessionMB, r.PSSPerSessionX, r.RSSPerSessionMB, r.RSSPerSessionX, r.Processes, r.GoHeapMB, r.GoHeapPerSessionMB, r.Launches)
+			r.PSSPerSessionMB, r.PSSPerSessionX, r.RSSPerSessionMB, r.RSSPerSessionX, r.Processes, r.GoHeapMB, r.GoHeapPerSessionMB, r.Launches, r.Failures)
 	}
 }
 
