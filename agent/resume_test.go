@@ -453,3 +453,40 @@ func TestResumeKeepsTheSummary(t *testing.T) {
 	}
 	b.EndRun(ctx, nil)
 }
+
+// A run that stops again right after its restore resumes from the restore
+// step: the value it re-typed is re-typed again, nothing is submitted.
+func TestResumeAfterARestore(t *testing.T) {
+	site := newSignupSite(t)
+	items := recordTwoSteps(t, site)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, s2 := newSession(t)
+	b, err := agent.Resume("", scripted.New(nil), s2, settings(t), &agent.History{Task: site.task(), Items: items}, agent.ResumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if item, res, err := b.Step(ctx); err != nil || res != nil || item.Error != "" {
+		t.Fatalf("first restore: %v %+v %+v", err, res, item)
+	}
+	b.EndRun(ctx, nil)
+
+	_, s3 := newSession(t)
+	model := scripted.New(finishScript())
+	c, err := agent.Resume("", model, s3, settings(t), b.History(), agent.ResumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	item, res, err := c.Step(ctx)
+	if err != nil || res != nil || item.Step != 4 || len(item.Actions) != 2 || item.Actions[1].Name != "input" {
+		t.Fatalf("second restore: %v %+v %+v", err, res, item)
+	}
+	res, err = c.Run(ctx)
+	if err != nil || !res.Done || !res.Success {
+		t.Fatalf("run: %v %+v; model errors %v", err, res, model.Errors())
+	}
+	p1, p2 := site.submitted("/p1"), site.submitted("/p2")
+	if len(p1) != 1 || len(p2) != 1 || p2[0].Get("email") != "ada@example.com" {
+		t.Fatalf("submissions p1=%d p2=%v", len(p1), p2)
+	}
+}
