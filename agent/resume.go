@@ -170,7 +170,9 @@ func Resume(task string, model llm.Model, b Browser, set Settings, h *History, o
 	a.history.Items = append([]HistoryItem(nil), h.Items...)
 	a.history.Tasks = append([]string(nil), h.Tasks...)
 	a.tasks = append(a.tasks, h.Tasks...)
-	a.nextStep = last.Step + 1
+	for _, it := range h.Items {
+		a.nextStep = max(a.nextStep, it.Step+1) // numbers carry on, whatever the order
+	}
 	a.started = true // the recorded run's initial actions ran
 	a.carried = recordedLoopSteps(h.Items)
 	for i := len(h.Items) - 1; i >= 0 && h.Items[i].Failed; i-- {
