@@ -288,10 +288,52 @@ func TestMaxSessionsBound(t *testing.T) {
 	if st := p.Stats(); st.InUse != 2 || st.Waiting != 0 || st.Launches != 1 {
 		t.Fatalf("stats after the handover: %+v", st)
 	}
-	for _, l := range []*Lease{l2, l3} {
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
+	if err := l3.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A Release whose ctx has already ended still frees the slot, and the
+	// session is stopped (by Release or, when Stop could not begin, by the
+	// pool in the background).
+	done, cancelDone := context.WithCancel(ctx)
+	cancelDone()
+	if err := l2.Release(done); err != nil {
+		t.Logf("Release with an ended ctx: %v", err)
+	}
+	eventually(t, "the session released with an ended ctx stops", func() bool { return !l2.Session().Running() })
+	if st := p.Stats(); st.InUse != 0 {
+		t.Fatalf("stats after every release: %+v", st)
+	}
+}
+
+// TestSharedBrowserFromCDPURL: a SharedBrowser pool given Profile.CDPURL
+// runs its sessions in contexts of that browser, launches nothing and
+// leaves the browser running on Close.
+func TestSharedBrowserFromCDPURL(t *testing.T) {
+	ctx := testCtx(t)
+	env, err := testbrowser.NewEnv(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Close(); err != nil {
+			t.Errorf("closing the test browser: %v", err)
 		}
+	})
+	p := newPool(t, Config{MaxSessions: 2, Profile: session.Profile{CDPURL: env.Browser.WebSocketURL()}})
+	a, b := acquire(t, ctx, p), acquire(t, ctx, p)
+	if a.Session().BrowserContextID() == "" || a.Session().BrowserContextID() == b.Session().BrowserContextID() {
+		t.Fatalf("contexts %q and %q", a.Session().BrowserContextID(), b.Session().BrowserContextID())
+	}
+	wdtest.Navigate(t, ctx, a.Session(), env.URL("/form.html"))
+	wdtest.State(t, ctx, a.Session())
+	if st := p.Stats(); st.Launches != 0 || st.Browsers != 0 || st.InUse != 2 {
+		t.Fatalf("stats of a pool on a given browser: %+v", st)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if exited(env.Browser) || env.Conn.Err() != nil {
+		t.Fatal("Close ended a browser the pool did not launch")
 	}
 }
 
