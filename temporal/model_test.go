@@ -69,7 +69,9 @@ func newModelServer(t *testing.T) *modelServer {
 }
 
 // URL is the base URL worker uses (--base-url).
-func (m *modelServer) URL(worker string) string { return fmt.Sprintf("http://%s/%s/v1", m.ln.Addr(), worker) }
+func (m *modelServer) URL(worker string) string {
+	return fmt.Sprintf("http://%s/%s/v1", m.ln.Addr(), worker)
+}
 
 // killOnPage2 arms the kill (see modelServer).
 func (m *modelServer) killOnPage2(kill func(worker string)) {
