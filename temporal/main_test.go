@@ -62,4 +62,6 @@ var leftovers = []goleak.Option{
 	goleak.IgnoreAnyFunction("github.com/uber-go/tally/v4.(*scope).reportLoop"),
 	goleak.IgnoreAnyFunction("database/sql.(*DB).connectionOpener"),
 	goleak.IgnoreAnyFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"),
+	goleak.IgnoreAnyFunction("github.com/uber-go/tally/v4/prometheus.Configuration.NewReporter.func5"),
+	goleak.IgnoreAnyFunction("go.temporal.io/server/common/pprof.(*PProfInitializerImpl).Start.func1"),
 }
