@@ -70,11 +70,14 @@ type Result struct {
 	// Usage sums the token usage of this Run's model calls (the judge's
 	// and failed calls' that got a reply included) and the tokens actions
 	// reported of their own models (ActionResult.Usage): the meter's count,
-	// the same the budget and Cost use.
+	// the same the budget and Cost use. A resumed agent's first Run
+	// includes what the recorded steps of the run it continues used
+	// (Resume): the task's total, which the budget bounds.
 	Usage llm.Usage
 	// Cost is what this Run's model calls cost, by kind of token, priced
 	// by Settings.Prices (Cost.Unpriced names the models whose price is
-	// unknown: the cost is then partial).
+	// unknown: the cost is then partial); a resumed run's includes the
+	// recorded steps', as Usage does.
 	Cost pricing.Cost
 	// Cache counts the action cache's hits and misses when Settings.Cache
 	// is set; nil otherwise.
@@ -128,9 +131,12 @@ type Agent struct {
 	run   *runState
 	ended bool
 	// restore is a resumed agent's first step (Resume), nil once run;
-	// carried is the recorded steps the first run's MaxSteps counts.
-	restore *restorePlan
-	carried int
+	// carried is the recorded steps the first run's MaxSteps counts, and
+	// carriedUsage and carriedCost what they used (the budget counts it).
+	restore      *restorePlan
+	carried      int
+	carriedUsage llm.Usage
+	carriedCost  pricing.Cost
 
 	// Owned by the Run goroutine.
 	curStep   int // the step in progress (for model-call reports)
@@ -417,6 +423,8 @@ func (a *Agent) openRun(ctx context.Context) {
 		res.Cache = a.cache.startRun()
 	}
 	a.meter.startRun()
+	a.meter.carry(a.carriedUsage, a.carriedCost)
+	a.carriedUsage, a.carriedCost = llm.Usage{}, pricing.Cost{}
 	a.asked = nil // a policy asks once per page and Run (a follow-up task asks again)
 	a.mu.Lock()
 	a.run = &runState{res: res, i: a.carried}

@@ -184,6 +184,16 @@ func (m *meter) startRun() {
 	m.active = true
 }
 
+// carry adds what a resumed run's recorded steps used to the run's totals,
+// so that MaxCost and MaxTokens bound the task, not the part since the
+// resume (Resume).
+func (m *meter) carry(u llm.Usage, c pricing.Cost) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	addUsage(&m.runUsage, u)
+	m.runCost.Add(c)
+}
+
 // endRun turns the budget off and returns the run's usage and cost.
 func (m *meter) endRun() (llm.Usage, pricing.Cost) {
 	m.mu.Lock()

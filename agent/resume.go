@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,7 +36,9 @@ type ResumeOptions struct {
 	// lives in the browser (a login) and is lost with it.
 	FromStart bool
 	// Vars override recorded values by variable name: the names
-	// ReplayVariables gives the restored actions (with FromStart, h's).
+	// ReplayVariables(h) lists. A variable whose action the restore does
+	// not re-apply (typed on an earlier page) is ignored; a name h does not
+	// have is an error (ErrReplayVars).
 	Vars map[string]string
 	// Rebase maps a recorded origin to the origin to use instead
 	// (ReplayOptions.Rebase).
@@ -127,9 +130,12 @@ type restoreOrigin struct {
 // Then the model continues. The agent's History starts with h's items, so
 // step numbers and the model's memory carry on (a history summary h
 // recorded stays in force, and the history is compacted as in any run once
-// Settings.CompactEverySteps is due); the recorded steps count against
-// MaxSteps, and consecutive failures at h's end against MaxFailures until
-// a step succeeds (a restore that succeeds is one). The
+// Settings.CompactEverySteps is due); the recorded steps of the run it
+// continues (those after h's last accepted done, when a follow-up task
+// began another run) count against MaxSteps, their usage and cost
+// (HistoryItem.Usage, Cost) against MaxTokens and MaxCost and in the
+// Result's Usage and Cost, and consecutive failures at h's end against
+// MaxFailures until a step succeeds (a restore that succeeds is one). The
 // step in progress when the recorded run stopped is not in h and is lost.
 //
 // A restore that cannot find an element, whose precondition does not hold,
@@ -174,7 +180,12 @@ func Resume(task string, model llm.Model, b Browser, set Settings, h *History, o
 		a.nextStep = max(a.nextStep, it.Step+1) // numbers carry on, whatever the order
 	}
 	a.started = true // the recorded run's initial actions ran
-	a.carried = recordedLoopSteps(h.Items)
+	cur := currentRun(h.Items)
+	a.carried = recordedLoopSteps(cur)
+	for _, it := range cur {
+		addUsage(&a.carriedUsage, it.Usage)
+		a.carriedCost.Add(it.Cost)
+	}
 	for i := len(h.Items) - 1; i >= 0 && h.Items[i].Failed; i-- {
 		a.failures++
 	}
@@ -203,6 +214,18 @@ func recordedCompaction(items []HistoryItem) compactState {
 		break
 	}
 	return compactState{}
+}
+
+// currentRun is the recorded steps of the run a resume continues: those
+// after the last accepted done (an earlier run, ended before a follow-up
+// task's).
+func currentRun(items []HistoryItem) []HistoryItem {
+	for i := len(items) - 1; i >= 0; i-- {
+		if doneAccepted(items[i].Actions) {
+			return items[i+1:]
+		}
+	}
+	return items
 }
 
 // recordedLoopSteps counts the recorded steps that used the step budget:
@@ -317,6 +340,11 @@ func planRestore(h *History, opt ResumeOptions) (*restorePlan, error) {
 			add(it.Step, state, recs, pos)
 		}
 	}
+	vars, err := restoreVars(h, p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrResume, err)
+	}
+	p.opt.Vars = vars
 	if len(p.rec.Items) > 0 {
 		// Replay's own checks (variables, rebase), before anything runs.
 		if _, _, err := compile(p.rec, p.replayOptions(Settings{})); err != nil {
@@ -324,6 +352,52 @@ func planRestore(h *History, opt ResumeOptions) (*restorePlan, error) {
 		}
 	}
 	return p, nil
+}
+
+// restoreVars renames p.opt.Vars, given by the names ReplayVariables(h)
+// lists, to the names the restore's recording gives the same actions (a
+// value typed twice on different pages is email_2 in h, email in the
+// restore). A variable of h whose action the restore does not re-apply is
+// dropped; a name h does not have is an ErrReplayVars; a secret's name is
+// kept (Replay refuses it).
+func restoreVars(h *History, p *restorePlan) (map[string]string, error) {
+	if len(p.opt.Vars) == 0 {
+		return p.opt.Vars, nil
+	}
+	type at struct{ step, action int }
+	planned := map[at]string{}
+	for _, v := range replayVariables(p.rec) {
+		if v.Step < 1 || v.Step > len(p.origin) {
+			continue
+		}
+		o := p.origin[v.Step-1]
+		if v.Action < len(o.pos) {
+			planned[at{o.step, o.pos[v.Action]}] = v.Name
+		}
+	}
+	recorded := replayVariables(h)
+	out := map[string]string{}
+	for name, val := range p.opt.Vars {
+		i := slices.IndexFunc(recorded, func(v Variable) bool { return v.Name == name })
+		switch {
+		case i < 0:
+			names := make([]string, len(recorded))
+			for j, v := range recorded {
+				names[j] = v.Name
+			}
+			if len(names) == 0 {
+				return nil, fmt.Errorf("%w: unknown variable %q: the recorded run has no variables", ErrReplayVars, name)
+			}
+			return nil, fmt.Errorf("%w: unknown variable %q (known: %s)", ErrReplayVars, name, strings.Join(names, ", "))
+		case recorded[i].Secret:
+			out[name] = val
+		default:
+			if pn, ok := planned[at{recorded[i].Step, recorded[i].Action}]; ok {
+				out[pn] = val
+			}
+		}
+	}
+	return out, nil
 }
 
 // replayOptions are the inner replay's options over set.

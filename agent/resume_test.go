@@ -456,6 +456,9 @@ func TestResumeKeepsTheSummary(t *testing.T) {
 
 // A run that stops again right after its restore resumes from the restore
 // step: the value it re-typed is re-typed again, nothing is submitted.
+// Vars take the names ReplayVariables gives the history (the re-typed
+// email is email_2 there, email in the restore's own recording); a
+// variable typed on an earlier page is not re-applied and is ignored.
 func TestResumeAfterARestore(t *testing.T) {
 	site := newSignupSite(t)
 	items := recordTwoSteps(t, site)
@@ -471,9 +474,21 @@ func TestResumeAfterARestore(t *testing.T) {
 	}
 	b.EndRun(ctx, nil)
 
+	h := b.History()
+	vars := map[string]string{}
+	for _, v := range agent.ReplayVariables(h) {
+		vars[v.Name] = fmt.Sprint(v.Step)
+	}
+	if vars["email"] != "2" || vars["email_2"] != "3" || vars["name"] != "1" {
+		t.Fatalf("ReplayVariables: %v, want name (step 1), email (2), email_2 (3)", vars)
+	}
+	if _, err := agent.Resume("", scripted.New(nil), s2, settings(t), h, agent.ResumeOptions{Vars: map[string]string{"emial": "x"}}); !errors.Is(err, agent.ErrReplayVars) || !errors.Is(err, agent.ErrResume) || !strings.Contains(err.Error(), "email_2") {
+		t.Fatalf("unknown variable: %v, want ErrResume and ErrReplayVars listing h's names", err)
+	}
+
 	_, s3 := newSession(t)
 	model := scripted.New(finishScript())
-	c, err := agent.Resume("", model, s3, settings(t), b.History(), agent.ResumeOptions{})
+	c, err := agent.Resume("", model, s3, settings(t), h, agent.ResumeOptions{Vars: map[string]string{"email_2": "grace@example.com", "name": "Bob"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +501,47 @@ func TestResumeAfterARestore(t *testing.T) {
 		t.Fatalf("run: %v %+v; model errors %v", err, res, model.Errors())
 	}
 	p1, p2 := site.submitted("/p1"), site.submitted("/p2")
-	if len(p1) != 1 || len(p2) != 1 || p2[0].Get("email") != "ada@example.com" {
-		t.Fatalf("submissions p1=%d p2=%v", len(p1), p2)
+	if len(p1) != 1 || len(p2) != 1 || p2[0].Get("email") != "grace@example.com" {
+		t.Fatalf("submissions p1=%d p2=%v, want one each, email from Vars", len(p1), p2)
+	}
+}
+
+// A resumed run's budget counts what the recorded steps used: a MaxTokens
+// that a fresh run's first call fits in, but not on top of the recorded
+// usage, stops the resumed run before its first model call, and the
+// Result's usage is the task's.
+func TestResumeCarriesTheBudget(t *testing.T) {
+	site := newSignupSite(t)
+	items := recordTwoSteps(t, site)
+	recorded := 0
+	for _, it := range items {
+		recorded += it.Usage.PromptTokens + it.Usage.CompletionTokens
+	}
+	if recorded == 0 {
+		t.Fatal("the recorded steps report no usage")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, s2 := newSession(t)
+	model := scripted.New(finishScript())
+	set := settings(t)
+	set.MaxTokens = recorded + 100 // below any call's estimate (its output alone is 500)
+	b, err := agent.Resume("", model, s2, set, &agent.History{Task: site.task(), Items: items}, agent.ResumeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Run(ctx)
+	var be *agent.BudgetError
+	if !errors.As(err, &be) || !errors.Is(err, agent.ErrBudgetExceeded) || be.Budget != "tokens" || be.SpentTokens != recorded || be.Step != 4 {
+		t.Fatalf("resumed run: %v (%+v), want a token budget stop before step 4 with %d spent", err, be, recorded)
+	}
+	if res == nil || res.Steps != 2 || res.Usage.PromptTokens+res.Usage.CompletionTokens != recorded {
+		t.Fatalf("result %+v, want the restore and the stopped step 4, and the recorded usage", res)
+	}
+	if n := len(model.Requests()); n != 0 {
+		t.Fatalf("the model was called %d times over the budget", n)
+	}
+	if n := len(site.submitted("/p2")); n != 0 {
+		t.Fatalf("page 2 submitted %d times", n)
 	}
 }
