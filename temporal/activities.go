@@ -40,6 +40,8 @@ type Activities struct {
 
 	mu   sync.Mutex
 	runs map[string]*run
+	// reaping counts the idle attempts being closed (closeAll waits).
+	reaping sync.WaitGroup
 }
 
 // run is one open attempt.
@@ -54,6 +56,10 @@ type run struct {
 	trace  string
 	result *agent.Result // set when the run ended
 	closed bool
+	// idle closes the attempt when no Step comes for idleAfter after Open
+	// or the previous Step (nil: never). Stopped while a Step runs.
+	idle      *time.Timer
+	idleAfter time.Duration
 
 	// cancelMu guards cancel, the running Step's cancel (Close stops it).
 	cancelMu sync.Mutex
@@ -148,6 +154,10 @@ func (a *Activities) Open(ctx context.Context, in OpenInput) (OpenResult, error)
 	}
 	a.mu.Lock()
 	a.runs[in.Key] = r
+	if in.IdleTimeout > 0 {
+		r.idleAfter = in.IdleTimeout
+		r.idle = time.AfterFunc(in.IdleTimeout, func() { a.reap(in.Key, r) })
+	}
 	a.mu.Unlock()
 	a.log.Info("attempt opened", zap.String("key", in.Key), zap.Int("recorded_steps", len(in.Items)), zap.String("trace", r.trace))
 	return OpenResult{Worker: a.identity, RunDir: r.dir, Trace: r.trace}, nil
@@ -193,17 +203,44 @@ func (a *Activities) start(ctx context.Context, in OpenInput, lease *pool.Lease)
 	return r, nil
 }
 
-func (a *Activities) get(key string) *run {
+// getForStep returns the attempt key names with its idle timer stopped.
+func (a *Activities) getForStep(key string) *run {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.runs[key]
+	r := a.runs[key]
+	if r != nil && r.idle != nil {
+		r.idle.Stop()
+	}
+	return r
+}
+
+// reap closes r when no Step came for r.idleAfter: the workflow gave the
+// session up (its heartbeats did not reach the server: a network split)
+// while this worker lives on, so no Close will come either. Without it
+// the pool slot would stay taken until the worker stops.
+func (a *Activities) reap(key string, r *run) {
+	a.mu.Lock()
+	if a.runs[key] != r {
+		a.mu.Unlock()
+		return
+	}
+	delete(a.runs, key)
+	a.reaping.Add(1)
+	a.mu.Unlock()
+	defer a.reaping.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a.log.Warn("closing an attempt no step reached", zap.String("key", key), zap.Duration("idle", r.idleAfter))
+	if _, err := a.closeRun(ctx, key, r, fmt.Sprintf("no step came for %s: the workflow gave this session up", r.idleAfter)); err != nil {
+		a.log.Warn("closing an idle attempt", zap.String("key", key), zap.Error(err))
+	}
 }
 
 // Step runs one agent step of the attempt, heartbeating while it runs
 // (a cancellation reaches it through the heartbeats, or Close). It returns
 // the step's record and, when the run ended, its result.
 func (a *Activities) Step(ctx context.Context, in StepInput) (StepResult, error) {
-	r := a.get(in.Key)
+	r := a.getForStep(in.Key)
 	if r == nil {
 		return StepResult{}, temporal.NewNonRetryableApplicationError(ErrUnknownRun.Error()+": "+in.Key, "UnknownRun", ErrUnknownRun)
 	}
@@ -211,6 +248,10 @@ func (a *Activities) Step(ctx context.Context, in StepInput) (StepResult, error)
 	defer r.busy.Unlock()
 	if r.closed {
 		return StepResult{}, temporal.NewNonRetryableApplicationError(ErrUnknownRun.Error()+": "+in.Key+" is closed", "UnknownRun", ErrUnknownRun)
+	}
+	if r.idle != nil {
+		// The next Step has idleAfter to come (busy keeps a Close out).
+		defer r.idle.Reset(r.idleAfter)
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -254,6 +295,9 @@ func (a *Activities) closeRun(ctx context.Context, key string, r *run, cause str
 	r.busy.Lock()
 	defer r.busy.Unlock()
 	r.closed = true
+	if r.idle != nil {
+		r.idle.Stop()
+	}
 	if r.result == nil {
 		if cause == "" {
 			cause = "the attempt was closed"
@@ -286,6 +330,7 @@ func (a *Activities) closeAll(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	a.reaping.Wait()
 	return errors.Join(errs...)
 }
 

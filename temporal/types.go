@@ -37,6 +37,7 @@ const (
 	DefaultSessionCreationTimeout  = 10 * time.Minute
 	DefaultOpenTimeout             = 3 * time.Minute
 	DefaultMaxResumes              = 3
+	DefaultIdleTimeout             = time.Minute
 )
 
 // TaskInput is one task submitted to TaskWorkflow. Zero fields take the
@@ -72,6 +73,15 @@ type TaskInput struct {
 	// one; the task fails with ErrTooManyResumes after that. Default
 	// DefaultMaxResumes (3); negative: never resume.
 	MaxResumes int `json:"max_resumes,omitempty"`
+	// IdleTimeout: an attempt open on a worker that no Step reaches for
+	// this long after Open or the previous Step is closed there (run
+	// ended, trace closed, pool slot freed). It reclaims the slot of a
+	// session the workflow gave up on while its worker lived on (a
+	// network split: the worker never hears of it, no Close comes). It
+	// must exceed the workflow's own pause between two steps (a workflow
+	// task, retried after the workflow task timeout of 10 s when the
+	// worker running it died). Default DefaultIdleTimeout (1 min).
+	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
 	// FromStart makes a resume replay every recorded step from the start
 	// (agent.ResumeOptions.FromStart) instead of re-navigating to the last
 	// page reached.
@@ -99,6 +109,7 @@ func (in TaskInput) withDefaults() TaskInput {
 	def(&in.SessionHeartbeatTimeout, DefaultSessionHeartbeatTimeout)
 	def(&in.SessionCreationTimeout, DefaultSessionCreationTimeout)
 	def(&in.OpenTimeout, DefaultOpenTimeout)
+	def(&in.IdleTimeout, DefaultIdleTimeout)
 	if in.MaxResumes == 0 {
 		in.MaxResumes = DefaultMaxResumes
 	}
@@ -198,6 +209,9 @@ type OpenInput struct {
 	Items     []agent.HistoryItem `json:"items,omitempty"` // recorded steps: resume when non-empty
 	// HeartbeatTimeout paces Open's own heartbeats.
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
+	// IdleTimeout closes the attempt when no Step reaches it for this
+	// long (TaskInput.IdleTimeout); zero: never.
+	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
 }
 
 // OpenResult is what Open reports of the attempt.

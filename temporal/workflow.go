@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -120,7 +121,7 @@ func runAttempt(ctx workflow.Context, in TaskInput, key string, n int, items *[]
 		default:
 			at.Ended = EndedFailed
 		}
-		at.Error = what + ": " + err.Error()
+		at.Error = what + ": " + failureText(err)
 		return outcomeLost
 	}
 	// closeRun ends the attempt on its worker: on the session, or on a
@@ -149,7 +150,7 @@ func runAttempt(ctx workflow.Context, in TaskInput, key string, n int, items *[]
 
 	var or OpenResult
 	open := OpenInput{Key: key, Task: in.Task, StartURL: in.StartURL, MaxSteps: in.MaxSteps, FromStart: in.FromStart,
-		Items: *items, HeartbeatTimeout: in.HeartbeatTimeout}
+		Items: *items, HeartbeatTimeout: in.HeartbeatTimeout, IdleTimeout: in.IdleTimeout}
 	if err := workflow.ExecuteActivity(sctx, activityOpen, open).Get(sctx, &or); err != nil {
 		o := lost("open", err)
 		closeRun(at.Error)
@@ -183,4 +184,28 @@ func runAttempt(ctx workflow.Context, in TaskInput, key string, n int, items *[]
 			return at, outcomeEnded
 		}
 	}
+}
+
+// failureText says why an activity failed without the ActivityError's
+// wrapper ("activity error (type: …, identity: )"), whose identity is
+// empty when the worker was lost: the session's failure, the timeout and
+// its kind, or the worker's own error message.
+func failureText(err error) string {
+	var te *temporal.TimeoutError
+	var ce *temporal.CanceledError
+	var ae *temporal.ApplicationError
+	switch {
+	case errors.Is(err, workflow.ErrSessionFailed):
+		return "the session's worker stopped heartbeating (session failed)"
+	case errors.As(err, &te):
+		if te.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT {
+			return "the worker stopped heartbeating (heartbeat timeout)"
+		}
+		return "timed out (" + te.TimeoutType().String() + ")"
+	case errors.As(err, &ce):
+		return "cancelled on the worker"
+	case errors.As(err, &ae):
+		return ae.Error()
+	}
+	return err.Error()
 }
