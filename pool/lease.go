@@ -40,9 +40,10 @@ func (l *Lease) ID() int { return l.id }
 // error says what did not stop cleanly. ctx bounds Stop as it bounds
 // session.Stop (each phase also has its StopBudgets); should ctx end
 // before Stop could begin, the pool stops the session in the background
-// (Close waits for it) and Release returns the ctx's error. Release on a
-// released lease waits for the first release (bounded by ctx) and returns
-// nil.
+// (Close waits for it) and Release returns the ctx's error; the slot is
+// then freed at once, so for that stop's duration the pool may run one
+// session more than MaxSessions. Release on a released lease waits for the
+// first release (bounded by ctx) and returns nil.
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {

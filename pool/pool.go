@@ -103,6 +103,11 @@ type Config struct {
 	// launches its browser with this profile, so CDPURL and UserDataDir (two
 	// browsers cannot share a profile directory) are errors.
 	//
+	// Profile.StorageStatePath needs MaxSessions 1 (an error otherwise):
+	// every session would load the file and save it on Stop, the last one
+	// winning. For a state per lease, pass AcquireWith a storagestate
+	// watchdog with its own Config.Path.
+	//
 	// A session that does not launch its browser cannot start the security
 	// watchdog's network guard (see Profile.PolicyScope): in SharedBrowser
 	// mode the URL policy is applied by request interception alone.
@@ -198,6 +203,11 @@ func New(cfg Config) (*Pool, error) {
 	if max == 0 {
 		max = DefaultMaxSessions
 	}
+	if cfg.Profile.StorageStatePath != "" && max > 1 {
+		// Every session would load it and save it on Stop, the last
+		// one winning over the others' cookies.
+		return nil, fmt.Errorf("%w: Profile.StorageStatePath with MaxSessions %d (each session saves the file on Stop, the last one winning); give each lease a file of its own with AcquireWith and a storagestate watchdog, or use a pool of one session", ErrBadConfig, max)
+	}
 	starting := cfg.MaxStarting
 	if starting == 0 {
 		starting = runtime.NumCPU()
@@ -231,7 +241,16 @@ func (p *Pool) Mode() Mode { return p.cfg.Mode }
 // says why. After Close began Acquire fails with ErrClosed, also when it
 // was waiting. ctx bounds the start too; cancelling it later does not stop
 // the session: Release does.
-func (p *Pool) Acquire(ctx context.Context) (*Lease, error) {
+func (p *Pool) Acquire(ctx context.Context) (*Lease, error) { return p.AcquireWith(ctx) }
+
+// AcquireWith is Acquire with options for this lease's session only,
+// applied after the default watchdogs and Config.Options' (so they may
+// replace a watchdog by name). They are in place before the session
+// starts: a bus hook (session.WithBusHook) sees the session's start-up
+// — its connection, the watchdogs' first reports — which a hook added to
+// the leased session's bus later would miss. Like Config.Options, they
+// must be fresh: a watchdog belongs to one session.
+func (p *Pool) AcquireWith(ctx context.Context, opts ...session.Option) (*Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pool: acquire: %w", err)
 	}
@@ -269,7 +288,7 @@ func (p *Pool) Acquire(ctx context.Context) (*Lease, error) {
 	p.mu.Unlock()
 	defer p.starting.Done()
 
-	l, err := p.start(ctx, id)
+	l, err := p.start(ctx, id, opts)
 	if err != nil {
 		<-p.slot
 		if p.closeCtx.Err() != nil {
@@ -292,7 +311,7 @@ func (p *Pool) Acquire(ctx context.Context) (*Lease, error) {
 // start makes and starts lease id's session; Close cancels it. In
 // SharedBrowser mode a start that failed because the shared browser died
 // under it is tried once more on a new browser.
-func (p *Pool) start(ctx context.Context, id int) (*Lease, error) {
+func (p *Pool) start(ctx context.Context, id int, extra []session.Option) (*Lease, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(p.closeCtx, cancel)
@@ -318,6 +337,7 @@ func (p *Pool) start(ctx context.Context, id int) (*Lease, error) {
 		if p.cfg.Options != nil {
 			opts = append(opts, p.cfg.Options()...)
 		}
+		opts = append(opts, extra...)
 		s := watchdogs.NewSession(prof, opts...)
 		err := s.Start(ctx)
 		if err == nil {

@@ -320,7 +320,37 @@ func TestSharedBrowserFromCDPURL(t *testing.T) {
 		}
 	})
 	p := newPool(t, Config{MaxSessions: 2, Profile: session.Profile{CDPURL: env.Browser.WebSocketURL()}})
-	a, b := acquire(t, ctx, p), acquire(t, ctx, p)
+	a := acquire(t, ctx, p)
+	// AcquireWith: a bus hook of this lease only, in place before the
+	// session starts, sees its start-up (what batch's per-task trace needs).
+	var (
+		mu    sync.Mutex
+		kinds = map[string]bool{}
+		hooks int
+	)
+	b, err := p.AcquireWith(ctx, session.WithBusHook(func(bb *bus.Bus) {
+		mu.Lock()
+		hooks++
+		mu.Unlock()
+		bb.Observe(bus.ObserverFunc(func(r bus.Record) {
+			mu.Lock()
+			kinds[r.Kind] = true
+			mu.Unlock()
+		}))
+	}))
+	if err != nil {
+		t.Fatalf("AcquireWith: %v", err)
+	}
+	mu.Lock()
+	if hooks != 1 {
+		t.Fatalf("the lease's bus hook ran %d times, want once", hooks)
+	}
+	mu.Unlock()
+	eventually(t, "the lease's hook sees the start-up's BrowserConnected", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return kinds[events.BrowserConnected.Name]
+	})
 	if a.Session().BrowserContextID() == "" || a.Session().BrowserContextID() == b.Session().BrowserContextID() {
 		t.Fatalf("contexts %q and %q", a.Session().BrowserContextID(), b.Session().BrowserContextID())
 	}
@@ -487,6 +517,8 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		"unknown mode":         {Mode: Mode(7)},
 		"per-session with URL": {Mode: BrowserPerSession, Profile: session.Profile{CDPURL: "ws://127.0.0.1:1/devtools/browser/x"}},
 		"per-session with dir": {Mode: BrowserPerSession, Profile: session.Profile{UserDataDir: t.TempDir()}},
+		"shared storage state": {Profile: session.Profile{StorageStatePath: "state.json"}},
+		"two on one state":     {Mode: BrowserPerSession, MaxSessions: 2, Profile: session.Profile{StorageStatePath: "state.json"}},
 	} {
 		if p, err := New(cfg); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("%s: New = %v, %v; want ErrBadConfig", name, p, err)
@@ -499,6 +531,12 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 	if _, err := ParseMode("pooled"); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("ParseMode(pooled): %v, want ErrBadConfig", err)
+	}
+	// One session may keep a state file: nobody else saves it.
+	if p, err := New(Config{MaxSessions: 1, Profile: session.Profile{StorageStatePath: "state.json"}}); err != nil {
+		t.Errorf("a pool of one with a StorageStatePath: %v", err)
+	} else if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	p, err := New(Config{})
 	if err != nil {

@@ -19,7 +19,6 @@ import (
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/providers"
-	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/pool"
 	"github.com/browseragent/browseragent/session"
 )
@@ -130,6 +129,7 @@ func runBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	af.register(fs, "send screenshots to the model: on (every step), auto (when it asks, or the page is a canvas/video its text cannot show) or off")
 	outDir := fs.String("out", "", "folder of the tasks' run folders OUT/ID (trace, history, report) (default ./out/batch-TIMESTAMP)")
 	cacheDir := fs.String("cache", "", "action cache folder shared by the tasks (see run --cache)")
+	record := fs.Bool("record", false, "record a screencast of each task into OUT/ID/frames, shown by its report (see run --record)")
 	secrets := secretFlags{}
 	fs.Var(secrets, "secret-env", "a secret the model may use as <secret>name</secret>, read from an environment variable: name=ENVVAR (repeatable)")
 	var files fileFlags
@@ -198,7 +198,13 @@ traces are closed) and runs no more.`)
 	if err != nil {
 		return err
 	}
-	b := &batch{pool: p, model: m, settings: set, secrets: secrets, dir: dir}
+	if prof := bf.profile(); pm == pool.SharedBrowser && prof.PolicyScope != "navigations" &&
+		(len(prof.AllowedDomains) > 0 || len(prof.ProhibitedDomains) > 0 || prof.BlockIPAddresses) {
+		// The sessions do not launch the browser, so the security
+		// watchdog cannot route it through its network guard.
+		fmt.Fprintln(stderr, sharedGuardWarning)
+	}
+	b := &batch{pool: p, model: m, settings: set, secrets: secrets, dir: dir, record: *record}
 	sum := b.run(ctx, tasks, min(*concurrency, len(tasks)), stdout)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
@@ -214,6 +220,9 @@ traces are closed) and runs no more.`)
 	}
 	return nil
 }
+
+// sharedGuardWarning is printed when a domain policy runs in shared mode.
+const sharedGuardWarning = "batch: note: with --mode shared the URL policy judges every request by interception, but without the network guard: WebSocket handshakes and preconnects to refused hosts are not stopped (--mode per-session has it)"
 
 // readTasks reads the batch file, or stdin for "-".
 func readTasks(name string) ([]batchTask, error) {
@@ -235,6 +244,7 @@ type batch struct {
 	settings agent.Settings
 	secrets  map[string]string
 	dir      string
+	record   bool // a screencast per task (run --record)
 }
 
 // batchSummary counts a batch's tasks.
@@ -314,7 +324,7 @@ func (b *batch) runOne(ctx context.Context, t batchTask) batchLine {
 	}
 	out, err := runAgent(ctx, runConfig{
 		task: t.Task, model: b.model, settings: set, outDir: filepath.Join(b.dir, t.ID),
-		quiet: true, secrets: b.secrets, lease: b.lease,
+		quiet: true, secrets: b.secrets, record: b.record, lease: b.lease,
 	}, nil)
 	line.DurationMS = time.Since(started).Milliseconds()
 	if out != nil {
@@ -332,15 +342,14 @@ func (b *batch) runOne(ctx context.Context, t batchTask) batchLine {
 	return line
 }
 
-// lease acquires a pooled session and attaches the task's trace to its bus
-// (from then on: the session's start-up is not in the trace).
-func (b *batch) lease(ctx context.Context, traceBus func(*bus.Bus)) (*session.Session, func() error, error) {
-	l, err := b.pool.Acquire(ctx)
+// lease acquires a pooled session started with the task's options (its
+// trace's bus hook, so the trace has the session's start-up too).
+func (b *batch) lease(ctx context.Context, opts ...session.Option) (*session.Session, func() error, error) {
+	l, err := b.pool.AcquireWith(ctx, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
 	s := l.Session()
-	traceBus(s.Bus())
 	return s, func() error {
 		rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

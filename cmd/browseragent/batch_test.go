@@ -125,6 +125,11 @@ func checkTaskRun(t *testing.T, l batchLine) {
 	if _, err := os.Stat(l.History); err != nil {
 		t.Errorf("task %s: no history: %v", l.ID, err)
 	}
+	// The trace is hooked to the session before it starts: its start-up
+	// is recorded as run's is.
+	if b, err := os.ReadFile(l.Trace); err != nil || !strings.Contains(string(b), `"BrowserConnected"`) {
+		t.Errorf("task %s: trace %s lacks the session's start-up (BrowserConnected): %v", l.ID, l.Trace, err)
+	}
 }
 
 // batch runs 4 tasks, 2 at a time, in both modes (shared: in the test's
@@ -186,6 +191,9 @@ func TestBatch(t *testing.T) {
 				if !strings.Contains(stderr.String(), "1 of 5 failed") {
 					t.Errorf("stderr does not say one of five failed:\n%s", stderr.String())
 				}
+			}
+			if warned := strings.Contains(stderr.String(), sharedGuardWarning); warned != (c.mode == "shared") {
+				t.Errorf("%s mode with --allowed-domains: network guard note printed %v:\n%s", c.mode, warned, stderr.String())
 			}
 			summary := fmt.Sprintf("batch: %d runs, %d ok, %d failed", len(got), ok, len(got)-ok)
 			if !strings.Contains(stderr.String(), summary) || !strings.Contains(stderr.String(), "runs per minute") {

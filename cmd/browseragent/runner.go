@@ -13,7 +13,6 @@ import (
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/pricing"
-	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/report"
 	"github.com/browseragent/browseragent/session"
 	"github.com/browseragent/browseragent/telemetry"
@@ -44,9 +43,10 @@ type runConfig struct {
 	replay *replayConfig
 	// lease, when set, gives the run a started session instead of one of
 	// its own (browser is then unused): batch leases them from a pool.
-	// traceBus attaches the run's trace to the session's bus; release
-	// hands the session back.
-	lease func(ctx context.Context, traceBus func(*bus.Bus)) (s *session.Session, release func() error, err error)
+	// opts are the run's session options (the trace's bus hook, the
+	// recording), to be in place before the session starts; release hands
+	// the session back.
+	lease func(ctx context.Context, opts ...session.Option) (s *session.Session, release func() error, err error)
 }
 
 // replayConfig is what a replay runs: the recording and its options (their
@@ -127,7 +127,7 @@ func runAgent(ctx context.Context, cfg runConfig, progress io.Writer) (*runOutco
 		release func() error
 	)
 	if cfg.lease != nil {
-		s, release, err = cfg.lease(ctx, tw.ObserveBus)
+		s, release, err = cfg.lease(ctx, opts...)
 	} else if s, err = startSession(ctx, &cfg.browser, opts...); err == nil {
 		release = func() error { return stopSession(s) }
 	}
