@@ -7,6 +7,7 @@ import (
 	"time"
 
 	cdpproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"go.uber.org/zap"
 
@@ -24,10 +25,13 @@ const letGoTimeout = 10 * time.Second
 // and the session's tabs must still be there when it does. Stop disposes
 // of it. A process that dies without Stop leaves it, with its tabs, in a
 // browser it connected to (a launched browser dies with the process).
-// Neither is a proxy set for the context: it uses the browser's, like the
-// default context.
+// The context uses the browser's proxy, like the default context, unless a
+// watchdog set one of its own (SetContextProxy).
 func (s *Session) makeContext(ctx context.Context, conn *cdp.Conn) error {
-	res, err := cdpproto.Call(ctx, conn.Browser(), target.CreateBrowserContext, target.CreateBrowserContextParams{})
+	s.mu.Lock()
+	params := target.CreateBrowserContextParams{ProxyServer: s.ctxProxy, ProxyBypassList: s.ctxBypass}
+	s.mu.Unlock()
+	res, err := cdpproto.Call(ctx, conn.Browser(), target.CreateBrowserContext, params)
 	if err != nil {
 		return fmt.Errorf("session: creating a browser context: %w", err)
 	}
@@ -113,4 +117,67 @@ func (s *Session) disposeContext(ctx context.Context, conn *cdp.Conn, id cdpprot
 		return fmt.Errorf("disposing browser context %s: %w", id, err)
 	}
 	return s.waitGone(ctx, conn, ids)
+}
+
+// SetContextProxy makes the browser context the session creates
+// (Profile.IsolatedContext) send its connections through server (as
+// --proxy-server takes it, e.g. "http://127.0.0.1:8080"), except to the
+// hosts of bypass (as --proxy-bypass-list takes it; "" for none). It is
+// how a watchdog routes an isolated session's traffic in a browser it did
+// not launch, where launch flags cannot. Watchdogs call it from Attach,
+// which runs before the context is made; it is dropped on Stop, and has no
+// effect without IsolatedContext.
+func (s *Session) SetContextProxy(server, bypass string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ctxProxy, s.ctxBypass = server, bypass
+}
+
+// HasFrame reports whether frame is the main frame of one of the session's
+// tabs or a frame inside one (a cross-site iframe target or a frame in a
+// tab's or iframe's tree). Browser-wide events (Browser.downloadWillBegin)
+// name only a frame; with several sessions in contexts of their own on one
+// browser, this tells whose the event is. Each tab and iframe target whose
+// id is not frame costs one Page.getFrameTree, bounded by ctx.
+func (s *Session) HasFrame(ctx context.Context, frame string) bool {
+	if frame == "" {
+		return false
+	}
+	var sessions []*cdp.Session
+	for _, t := range s.Tabs() {
+		if t.TargetID == frame {
+			return true // a tab's main frame: its id is the target's
+		}
+		if cs, err := s.PageSession(t.TargetID); err == nil {
+			sessions = append(sessions, cs)
+		}
+	}
+	for _, f := range s.FrameTargets("") {
+		if f.Session.TargetID() == target.ID(frame) {
+			return true // a cross-site iframe
+		}
+		sessions = append(sessions, f.Session)
+	}
+	for _, cs := range sessions {
+		res, err := cdpproto.Call(ctx, cs, page.GetFrameTree, cdpproto.Empty{})
+		if err == nil && inFrameTree(res.FrameTree, cdpproto.FrameID(frame)) {
+			return true
+		}
+	}
+	return false
+}
+
+func inFrameTree(t *page.FrameTree, id cdpproto.FrameID) bool {
+	if t == nil {
+		return false
+	}
+	if t.Frame != nil && t.Frame.ID == id {
+		return true
+	}
+	for _, c := range t.ChildFrames {
+		if inFrameTree(c, id) {
+			return true
+		}
+	}
+	return false
 }

@@ -48,6 +48,20 @@ func sameSite(a, b string) bool {
 	return ua.Host != "" && ua.Host == ub.Host && (ua.Scheme == "http" || ua.Scheme == "https")
 }
 
+// defaultAttachWait bounds the wait for a new tab to attach when the
+// caller's ctx has no deadline.
+const defaultAttachWait = 15 * time.Second
+
+// attachWait bounds the wait for a tab to attach: by ctx when it has a
+// deadline (a caller that allows a slow start — many browsers launching on
+// busy cores — gets all of it), else by defaultAttachWait.
+func attachWait(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, defaultAttachWait)
+}
+
 // openTab creates a blank tab, waits until it is attached and prepared, and
 // returns its id. The tab is the session's (see Owns): closed on Stop when
 // remote.
@@ -65,7 +79,7 @@ func (s *Session) openTab(ctx context.Context) (target.ID, error) {
 	s.own[id] = true // it may have attached already, as foreign: claimed now
 	s.notifyLocked()
 	s.mu.Unlock()
-	wait, cancel := context.WithTimeout(ctx, 15*time.Second)
+	wait, cancel := attachWait(ctx)
 	defer cancel()
 	if err := s.waitTabReady(wait, id); err != nil {
 		return "", fmt.Errorf("session: new tab %s did not attach: %w", id, err)

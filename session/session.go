@@ -95,7 +95,11 @@ type Session struct {
 	conn    *cdp.Conn
 	// bctx is the browser context the session made for itself
 	// (Profile.IsolatedContext), "" for the default context.
-	bctx     cdpproto.BrowserContextID
+	bctx cdpproto.BrowserContextID
+	// ctxProxy and ctxBypass are the proxy a watchdog set for that
+	// context (SetContextProxy).
+	ctxProxy, ctxBypass string
+
 	attached []Watchdog
 	hooks    []hookEntry
 	hookSeq  int
@@ -466,7 +470,7 @@ func (s *Session) adoptTabs(ctx context.Context) error {
 		s.mu.Unlock()
 		pages = append(pages, id)
 	}
-	wait, cancel := context.WithTimeout(ctx, 15*time.Second)
+	wait, cancel := attachWait(ctx)
 	defer cancel()
 	var ready []target.ID
 	var firstErr error
@@ -1116,6 +1120,7 @@ func (s *Session) teardown(ctx context.Context, graceful bool) error {
 	s.conn, s.browser, s.bctx = nil, nil, ""
 	s.hooks = nil
 	s.flags = nil
+	s.ctxProxy, s.ctxBypass = "", ""
 	s.tabs, s.tabOrder, s.focus, s.selector = nil, nil, "", nil
 	s.mu.Unlock()
 	if len(errs) > 0 {

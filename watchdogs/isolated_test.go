@@ -2,9 +2,13 @@ package watchdogs
 
 import (
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/browseragent/browseragent/bus"
@@ -106,5 +110,100 @@ func TestIsolatedSessionsWatchdogs(t *testing.T) {
 	}
 	if !strings.Contains(string(saved), `"seed"`) || strings.Contains(string(saved), "bonly") {
 		t.Fatalf("A's saved state: %s", saved)
+	}
+}
+
+// holdPage serves a button whose click blocks its page (a synchronous
+// request) until release is closed; entered receives once per hold.
+func holdPage(t *testing.T) (url string, entered <-chan struct{}, release func()) {
+	in := make(chan struct{}, 1)
+	out := make(chan struct{})
+	var once sync.Once
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, `<!doctype html><title>hold</title>
+<button id="hold" onclick="const x = new XMLHttpRequest(); x.open('GET', '/hold', false); x.send(); document.title = 'released'">hold</button>`)
+	})
+	mux.HandleFunc("/hold", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case in <- struct{}{}:
+		default:
+		}
+		select {
+		case <-out:
+		case <-r.Context().Done():
+		}
+	})
+	srv := httptest.NewServer(mux)
+	rel := func() { once.Do(func() { close(out) }) }
+	t.Cleanup(srv.Close)
+	t.Cleanup(rel) // before the server closes (cleanups run last first)
+	return srv.URL + "/", in, rel
+}
+
+// While an action of session A is under way, session B — in another
+// context of the same browser — starts a download and opens a tab. The
+// browser reports both to every client; A's action takes neither as its
+// own (no download verdict with B's guid, no new tab), and does not wait
+// for B's tab to attach to A.
+func TestIsolatedActionIgnoresOtherSessionsEvents(t *testing.T) {
+	a, env, _, ctx := wdtest.Connect(t, session.Profile{IsolatedContext: true, DownloadsDir: t.TempDir()}, Defaults()...)
+	b, _, recB, _ := wdtest.Connect(t, session.Profile{IsolatedContext: true, DownloadsDir: t.TempDir()}, Defaults()...)
+	page, entered, release := holdPage(t)
+	wdtest.Navigate(t, ctx, a, page)
+	wdtest.Navigate(t, ctx, b, env.URL("/links.html"))
+	st := wdtest.State(t, ctx, a)
+	idx := -1
+	for i, e := range st.Elements {
+		if e.Attributes["id"] == "hold" {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		t.Fatalf("no #hold button:\n%s", st.DOMText)
+	}
+
+	type result struct {
+		res events.ClickResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := bus.Call(ctx, a.Bus(), events.ClickElement, events.ClickElementEvent{Target: events.Target{Index: idx}})
+		done <- result{res, err}
+	}()
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("A's click never reached the page")
+	}
+	// B downloads and opens a tab while A's click is blocked in its page.
+	_, err := bus.Call(ctx, b.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: env.URL("/download?name=b.txt")})
+	var ne *session.NavigationError
+	if err != nil && !(errors.As(err, &ne) && strings.Contains(ne.ErrorText, "ERR_ABORTED")) {
+		t.Fatalf("B's download: %v", err)
+	}
+	wdtest.WaitEvent(t, recB, testbrowser.Timeout, func(e events.DownloadStartedEvent) bool { return true })
+	var ignored any
+	wdtest.Eval(t, ctx, b, `void window.open('/other.html?from=b')`, &ignored)
+	wdtest.WaitEvent(t, recB, testbrowser.Timeout, func(e events.TabCreatedEvent) bool { return true })
+	release()
+
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		t.Fatal("A's click never returned")
+	}
+	if r.err != nil {
+		t.Fatalf("A's click: %v", r.err)
+	}
+	o := r.res.Outcome
+	if o.Verdict == events.VerdictDownload || o.Download != "" || o.Verdict == events.VerdictNewTab || len(o.NewTabs) != 0 {
+		t.Fatalf("A's click took B's doings as its own: verdict %s download %q new tabs %v (%s)", o.Verdict, o.Download, o.NewTabs, o.Detail)
+	}
+	if len(a.Tabs()) != 1 {
+		t.Fatalf("A lists %d tabs, want its one", len(a.Tabs()))
 	}
 }

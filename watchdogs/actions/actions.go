@@ -603,10 +603,16 @@ func mouseClick(ctx context.Context, cs *cdp.Session, x, y float64, b events.Mou
 // look), a download, a new tab.
 type watch struct {
 	subs []*cdp.Subscription
+	s    *session.Session
+	// bctx is the session's own browser context (Profile.IsolatedContext),
+	// "" for the default one. Browser.downloadWillBegin and
+	// Target.targetCreated reach every client of the browser: with
+	// several sessions on one browser, the others' are not this action's.
+	bctx string
 }
 
 func startWatch(s *session.Session, sessions ...*cdp.Session) *watch {
-	w := &watch{}
+	w := &watch{s: s, bctx: s.BrowserContextID()}
 	seen := map[*cdp.Session]bool{}
 	for _, cs := range sessions {
 		if cs == nil || seen[cs] {
@@ -628,8 +634,9 @@ type seenDuring struct {
 	newTargets []string
 }
 
-// drain collects what arrived so far without blocking.
-func (w *watch) drain(into *seenDuring) {
+// drain collects what arrived so far without blocking (but for telling,
+// in a context of the session's own, whose frame a download began in).
+func (w *watch) drain(ctx context.Context, into *seenDuring) {
 	for _, sub := range w.subs {
 		for {
 			select {
@@ -645,19 +652,21 @@ func (w *watch) drain(into *seenDuring) {
 					}
 				case "Page.downloadWillBegin", "Browser.downloadWillBegin":
 					var d struct {
-						GUID string `json:"guid"`
+						GUID    string `json:"guid"`
+						FrameID string `json:"frameId"`
 					}
-					if e.Decode(&d) == nil && into.download == "" {
+					if e.Decode(&d) == nil && into.download == "" && w.ours(ctx, e.Method, d.FrameID) {
 						into.download = d.GUID
 					}
 				case "Target.targetCreated":
 					var d struct {
 						TargetInfo struct {
-							TargetID string `json:"targetId"`
-							Type     string `json:"type"`
+							TargetID  string `json:"targetId"`
+							Type      string `json:"type"`
+							ContextID string `json:"browserContextId"`
 						} `json:"targetInfo"`
 					}
-					if e.Decode(&d) == nil && d.TargetInfo.Type == "page" {
+					if e.Decode(&d) == nil && d.TargetInfo.Type == "page" && (w.bctx == "" || d.TargetInfo.ContextID == w.bctx) {
 						into.newTargets = append(into.newTargets, d.TargetInfo.TargetID)
 					}
 				}
@@ -667,6 +676,18 @@ func (w *watch) drain(into *seenDuring) {
 		}
 	next:
 	}
+}
+
+// ours reports whether a download event is the session's: a page
+// session's own always; a browser-wide one, in a context of the session's
+// own, when it began in one of the session's frames.
+func (w *watch) ours(ctx context.Context, method, frame string) bool {
+	if w.bctx == "" || method == "Page.downloadWillBegin" {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return w.s.HasFrame(ctx, frame)
 }
 
 func (w *watch) stop() {
@@ -733,7 +754,7 @@ func (r *actionRun) end(ctx context.Context, err error) (o events.ActionOutcome)
 	defer r.watch.stop()
 	defer r.release(ctx)
 	var seen seenDuring
-	r.watch.drain(&seen)
+	r.watch.drain(ctx, &seen)
 	// A tab the browser created during the action: let the session attach
 	// it, which decides whether it is the session's (one of its tabs
 	// opened it), so that the verdict and NewTabs name it. A tab the user
@@ -765,11 +786,11 @@ func (r *actionRun) end(ctx context.Context, err error) (o events.ActionOutcome)
 		deadline := time.Now().Add(r.a.cfg.DownloadStartWait)
 		for time.Now().Before(deadline) && ctx.Err() == nil && seen.download == "" {
 			sleep(ctx, 25*time.Millisecond)
-			r.watch.drain(&seen)
+			r.watch.drain(ctx, &seen)
 		}
 		session.Phase(ctx, "download", t0)
 	}
-	r.watch.drain(&seen)
+	r.watch.drain(ctx, &seen)
 	for _, t := range r.s.Tabs() {
 		if !r.tabs[t.TargetID] {
 			o.NewTabs = append(o.NewTabs, t.TargetID)

@@ -30,8 +30,6 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	cdpproto "github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/target"
 	"go.uber.org/zap"
 
 	"github.com/browseragent/browseragent/bus"
@@ -447,47 +445,9 @@ func ours(ctx context.Context, s *session.Session, frame cdpproto.FrameID) bool 
 	if s.BrowserContextID() == "" {
 		return true
 	}
-	var sessions []*cdp.Session
-	for _, t := range s.Tabs() {
-		if t.TargetID == string(frame) {
-			return true // a tab's main frame: its id is the target's
-		}
-		if cs, err := s.PageSession(t.TargetID); err == nil {
-			sessions = append(sessions, cs)
-		}
-	}
-	for _, f := range s.FrameTargets("") {
-		if f.Session.TargetID() == target.ID(frame) {
-			return true // a cross-site iframe
-		}
-		sessions = append(sessions, f.Session)
-	}
-	// A frame inside one of them (rare: downloads mostly come from a
-	// navigation of the tab itself).
-	for _, cs := range sessions {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		res, err := cdpproto.Call(cctx, cs, page.GetFrameTree, cdpproto.Empty{})
-		cancel()
-		if err == nil && hasFrame(res.FrameTree, frame) {
-			return true
-		}
-	}
-	return false
-}
-
-func hasFrame(t *page.FrameTree, id cdpproto.FrameID) bool {
-	if t == nil {
-		return false
-	}
-	if t.Frame != nil && t.Frame.ID == id {
-		return true
-	}
-	for _, c := range t.ChildFrames {
-		if hasFrame(c, id) {
-			return true
-		}
-	}
-	return false
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return s.HasFrame(ctx, string(frame))
 }
 
 // save moves a completed download to its name and records it, or reports
