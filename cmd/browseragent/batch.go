@@ -14,11 +14,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/providers"
+	"github.com/browseragent/browseragent/bus"
+	"github.com/browseragent/browseragent/events"
 	"github.com/browseragent/browseragent/pool"
 	"github.com/browseragent/browseragent/session"
 )
@@ -198,17 +201,14 @@ traces are closed) and runs no more.`)
 	if err != nil {
 		return err
 	}
-	if prof := bf.profile(); pm == pool.SharedBrowser && prof.PolicyScope != "navigations" &&
-		(len(prof.AllowedDomains) > 0 || len(prof.ProhibitedDomains) > 0 || prof.BlockIPAddresses) {
-		// The sessions do not launch the browser, so the security
-		// watchdog cannot route it through its network guard.
-		fmt.Fprintln(stderr, sharedGuardWarning)
-	}
 	b := &batch{pool: p, model: m, settings: set, secrets: secrets, dir: dir, record: *record}
 	sum := b.run(ctx, tasks, min(*concurrency, len(tasks)), stdout)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	closeErr := p.Close(cctx)
+	if n := b.guardOff.Load(); n > 0 {
+		fmt.Fprintf(stderr, "%s (%d sessions reported it off)\n", guardOffNote, n)
+	}
 	fmt.Fprintln(stderr, sum.String(pm, *concurrency))
 	switch {
 	case ctx.Err() != nil:
@@ -221,8 +221,10 @@ traces are closed) and runs no more.`)
 	return nil
 }
 
-// sharedGuardWarning is printed when a domain policy runs in shared mode.
-const sharedGuardWarning = "batch: note: with --mode shared the URL policy judges every request by interception, but without the network guard: WebSocket handshakes and preconnects to refused hosts are not stopped (--mode per-session has it)"
+// guardOffNote is printed when a task's session ran its URL policy
+// without the network guard (the security watchdog's BrowserError
+// "PolicyGuardOff": a session that did not launch its browser).
+const guardOffNote = "batch: note: the URL policy judged every request by interception, but without the network guard: WebSocket handshakes and preconnects to refused hosts were not stopped (--mode per-session launches a browser per session, which has it)"
 
 // readTasks reads the batch file, or stdin for "-".
 func readTasks(name string) ([]batchTask, error) {
@@ -245,6 +247,8 @@ type batch struct {
 	secrets  map[string]string
 	dir      string
 	record   bool // a screencast per task (run --record)
+
+	guardOff atomic.Int32 // sessions that reported the network guard off
 }
 
 // batchSummary counts a batch's tasks.
@@ -345,6 +349,7 @@ func (b *batch) runOne(ctx context.Context, t batchTask) batchLine {
 // lease acquires a pooled session started with the task's options (its
 // trace's bus hook, so the trace has the session's start-up too).
 func (b *batch) lease(ctx context.Context, opts ...session.Option) (*session.Session, func() error, error) {
+	opts = append(opts, session.WithBusHook(b.watchGuard))
 	l, err := b.pool.AcquireWith(ctx, opts...)
 	if err != nil {
 		return nil, nil, err
@@ -355,4 +360,14 @@ func (b *batch) lease(ctx context.Context, opts ...session.Option) (*session.Ses
 		defer cancel()
 		return l.Release(rctx)
 	}, nil
+}
+
+// watchGuard counts a session whose security watchdog reports that its
+// URL policy runs without the network guard.
+func (b *batch) watchGuard(bb *bus.Bus) {
+	bb.Observe(bus.ObserverFunc(func(r bus.Record) {
+		if e, ok := r.Event.(events.BrowserErrorEvent); ok && r.Phase == bus.Dispatched && e.Type == "PolicyGuardOff" {
+			b.guardOff.Add(1)
+		}
+	}))
 }
