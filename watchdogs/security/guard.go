@@ -97,6 +97,13 @@ func cloneURL(u *url.URL) *url.URL {
 // addr is the proxy's address, host:port.
 func (g *guard) addr() string { return g.ln.Addr().String() }
 
+// proxyServer is the guard as a proxy setting (--proxy-server's form).
+func (g *guard) proxyServer() string { return "http://" + g.addr() }
+
+// guardBypass is the proxy bypass list that sends loopback through the
+// guard too.
+const guardBypass = "<-loopback>"
+
 // flags are the browser switches that route everything through the guard.
 // <-loopback> removes Chromium's implicit bypass of localhost and 127/8,
 // which would otherwise let a page reach loopback services directly. WebRTC
@@ -104,8 +111,8 @@ func (g *guard) addr() string { return g.ln.Addr().String() }
 // UDP reaches a refused host either.
 func (g *guard) flags() []string {
 	return []string{
-		"--proxy-server=http://" + g.addr(),
-		"--proxy-bypass-list=<-loopback>",
+		"--proxy-server=" + g.proxyServer(),
+		"--proxy-bypass-list=" + guardBypass,
 		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 	}
 }

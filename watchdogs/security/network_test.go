@@ -217,6 +217,15 @@ func launch(t *testing.T, prof session.Profile, cfg Config) *harness {
 	return &harness{t: t, s: s, w: w, rec: rec, ctx: ctx}
 }
 
+// connect starts a session on the shared test browser with the security
+// watchdog.
+func connect(t *testing.T, prof session.Profile, cfg Config) *harness {
+	t.Helper()
+	w := New(cfg)
+	s, _, rec, ctx := wdtest.Connect(t, prof, w)
+	return &harness{t: t, s: s, w: w, rec: rec, ctx: ctx}
+}
+
 func (h *harness) waitTitle(want string) {
 	h.t.Helper()
 	waitFor(h.t, "title "+want, func() bool {
@@ -246,7 +255,19 @@ func TestRequestsScopeStopsEverySubresourceIsolated(t *testing.T) {
 	requestsScopeStopsEverySubresource(t, true)
 }
 
+// In a browser context of the session's own in a browser it connected to
+// (a SharedBrowser pool's sessions), where no launch flag can be set, the
+// guard is the context's proxy: the WebSockets are refused by it all the
+// same, and the refused host gets no connection.
+func TestRequestsScopeStopsEverySubresourceIsolatedConnected(t *testing.T) {
+	requestsScopeStopsEverySubresourceOn(t, true, true)
+}
+
 func requestsScopeStopsEverySubresource(t *testing.T, isolated bool) {
+	requestsScopeStopsEverySubresourceOn(t, isolated, false)
+}
+
+func requestsScopeStopsEverySubresourceOn(t *testing.T, isolated, connected bool) {
 	refused := newCountingServer(t)
 	pages := map[string]string{}
 	allowed := hostileSite(t, pages)
@@ -257,8 +278,19 @@ func requestsScopeStopsEverySubresource(t *testing.T, isolated bool) {
 	pages["/shared.js"] = fill(sharedJS, base)
 	pages["/sw.js"] = fill(swJS, base)
 
-	h := launch(t, session.Profile{AllowedDomains: []string{"127.0.0.1"}, IsolatedContext: isolated},
-		Config{Dial: routeAll(allowed, refused.addr)})
+	prof := session.Profile{AllowedDomains: []string{"127.0.0.1"}, IsolatedContext: isolated}
+	cfg := Config{Dial: routeAll(allowed, refused.addr)}
+	var h *harness
+	if connected {
+		h = connect(t, prof, cfg)
+	} else {
+		h = launch(t, prof, cfg)
+	}
+	for _, ev := range h.rec.All() {
+		if e, ok := ev.(events.BrowserErrorEvent); ok && e.Type == "PolicyGuardOff" {
+			t.Fatalf("the guard is off: %+v", e)
+		}
+	}
 	if got := h.w.Scope(); got != ScopeRequests {
 		t.Fatalf("scope = %q, want %q (a domain list defaults to every request)", got, ScopeRequests)
 	}

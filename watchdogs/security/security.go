@@ -19,13 +19,17 @@
 //     with a *session.NavigationError (net::ERR_BLOCKED_BY_CLIENT);
 //     [Watchdog.LastBlock] and a BrowserError (Type "NavigationBlocked")
 //     say why.
-//   - The network guard ([ScopeRequests], launched browsers): the browser
-//     sends every connection through a proxy on loopback that asks the
-//     policy before it connects, so what interception cannot see —
-//     WebSocket handshakes, preconnects — never reaches a refused host, and
-//     the browser resolves no names itself. A connected browser, or a
-//     profile with its own --proxy-server, runs without it (reported once
-//     as a BrowserError "PolicyGuardOff").
+//   - The network guard ([ScopeRequests]; a launched browser, or a browser
+//     context of the session's own, Profile.IsolatedContext, in a connected
+//     one): the browser sends every connection of the session through a
+//     proxy on loopback that asks the policy before it connects, so what
+//     interception cannot see — WebSocket handshakes, preconnects — never
+//     reaches a refused host, and the browser resolves no names itself. A
+//     launched browser gets it as launch flags, an isolated context as the
+//     context's proxy (there WebRTC's UDP is not forced through it: that
+//     is a browser flag). A connected browser without IsolatedContext, or
+//     a launching profile with its own --proxy-server, runs without it
+//     (reported once as a BrowserError "PolicyGuardOff").
 //   - A popup whose first document was refused (or whose URL is refused when
 //     TabCreated reports it) is closed with CloseTab: a blocked popup would
 //     otherwise stay as an empty error page the model could switch to.
@@ -154,7 +158,7 @@ type Watchdog struct {
 	watching    *cdp.Conn // the connection the commit watcher listens on
 	scope       Scope
 	noIntercept bool   // navigations scope, no host restricted: no interception at all
-	guard       *guard // nil unless the requests scope launched the browser
+	guard       *guard // nil unless the requests scope runs the guard (launch flags or the context's proxy)
 	guardOff    string // why the requests scope runs without the guard
 }
 
@@ -242,9 +246,9 @@ func (w *Watchdog) Attach(s *session.Session) (err error) {
 	)
 	if scope == ScopeRequests {
 		switch {
-		case !s.Launches():
+		case !s.Launches() && !s.Profile().IsolatedContext:
 			guardOff = "the session connected to a browser it did not launch, so its proxy setting cannot be changed"
-		case proxyFlag(s.Profile().ExtraFlags) != "":
+		case s.Launches() && proxyFlag(s.Profile().ExtraFlags) != "":
 			guardOff = "Profile.ExtraFlags sets " + proxyFlag(s.Profile().ExtraFlags) + ", which the guard would replace"
 		default:
 			g, err = newGuard(w.cfg.Dial, w.guardDecide, w.guardRefused, log.Named("guard"))
@@ -256,7 +260,13 @@ func (w *Watchdog) Attach(s *session.Session) (err error) {
 					_ = g.close(context.Background())
 				}
 			}()
-			s.AddLaunchFlags(g.flags()...)
+			if s.Launches() {
+				s.AddLaunchFlags(g.flags()...)
+			} else {
+				// A context of the session's own in a browser it connected
+				// to takes a proxy of its own (Target.createBrowserContext).
+				s.SetContextProxy(g.proxyServer(), guardBypass)
+			}
 		}
 	}
 	w.mu.Lock()
