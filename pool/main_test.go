@@ -3,9 +3,11 @@ package pool
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/browseragent/browseragent/internal/testbrowser"
 )
 
-// TestMain checks that no goroutine outlives the package's tests: every
-// pool is closed by its test, and Close leaves nothing behind.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain shares one test browser between the tests that run a pool on a
+// given browser (a launch less each), then checks with goleak that no
+// goroutine outlives the tests: every pool is closed by its test, and
+// Close leaves nothing behind.
+func TestMain(m *testing.M) { testbrowser.Main(m) }
