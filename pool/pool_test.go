@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -542,5 +543,102 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMaxStartingAndCancelledStart: with MaxStarting 1 a second Acquire
+// that has a slot waits for the first session's start before its own
+// begins; cancelling it there frees its slot at once; it then starts when
+// the first is done.
+func TestMaxStartingAndCancelledStart(t *testing.T) {
+	ctx := testCtx(t)
+	env := testbrowser.Start(t)
+	entered, proceed, stop := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	p := newPool(t, Config{MaxSessions: 3, MaxStarting: 1, Profile: session.Profile{CDPURL: env.Browser.WebSocketURL()},
+		Options: func() []session.Option {
+			calls.Add(1)
+			// Holds the session's start (the hook runs inside Start)
+			// until the test lets it go.
+			return []session.Option{session.WithBusHook(func(*bus.Bus) {
+				select {
+				case entered <- struct{}{}:
+				case <-stop:
+					return
+				}
+				select {
+				case <-proceed:
+				case <-stop:
+				}
+			})}
+		}})
+	t.Cleanup(func() { close(stop) }) // before the pool's Close: no start stays held
+	type result struct {
+		l   *Lease
+		err error
+	}
+	out := make(chan result, 3)
+	acq := func(ctx context.Context) {
+		l, err := p.Acquire(ctx)
+		out <- result{l, err}
+	}
+	next := func(what string) result {
+		t.Helper()
+		select {
+		case r := <-out:
+			return r
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		return result{}
+	}
+	hold := func(what string) {
+		t.Helper()
+		select {
+		case <-entered:
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s to start", what)
+		}
+	}
+
+	go acq(ctx)
+	hold("the first session")
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go acq(cctx)
+	eventually(t, "the second Acquire has a slot", func() bool { return p.Stats().InUse == 2 })
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d sessions began starting with MaxStarting 1", n)
+	}
+	cancel()
+	if r := next("the cancelled Acquire"); !errors.Is(r.err, context.Canceled) || r.l != nil {
+		t.Fatalf("the Acquire cancelled while waiting its turn to start: %v, %v; want context.Canceled", r.l, r.err)
+	}
+	if st := p.Stats(); st.InUse != 1 || st.Waiting != 0 {
+		t.Fatalf("stats after the cancelled start: %+v (its slot must be free)", st)
+	}
+	go acq(ctx)
+	eventually(t, "the third Acquire has a slot", func() bool { return p.Stats().InUse == 2 })
+	proceed <- struct{}{}
+	first := next("the first lease")
+	if first.err != nil {
+		t.Fatalf("the first Acquire: %v", first.err)
+	}
+	hold("the third session")
+	proceed <- struct{}{}
+	third := next("the third lease")
+	if third.err != nil {
+		t.Fatalf("the third Acquire: %v", third.err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d sessions made, want 2 (the cancelled Acquire never began one)", n)
+	}
+	for _, l := range []*Lease{first.l, third.l} {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := p.Stats(); st.InUse != 0 {
+		t.Fatalf("stats after the releases: %+v", st)
 	}
 }
