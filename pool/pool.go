@@ -142,7 +142,9 @@ type Stats struct {
 	// Browsers counts the browser processes the pool runs now (a browser
 	// named by Profile.CDPURL is not counted).
 	Browsers int
-	// Launches counts the browsers launched since New.
+	// Launches counts the browsers launched since New: shared browsers,
+	// and in BrowserPerSession mode the browsers of sessions that started
+	// (a launch whose session then failed to start is not counted).
 	Launches int
 	// Crashes counts the browsers that exited while the pool still used
 	// them (not by Release or Close).
