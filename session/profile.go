@@ -75,8 +75,10 @@ type Profile struct {
 	// it is gone, works in a new one and reports the old tabs closed. A
 	// process that dies without Stop leaves the context open in a browser
 	// it connected to. Many sessions can so share one Chromium; they still
-	// share its browser, GPU and network processes and its proxy (the
-	// launch flags), and a browser crash takes every context down. Default
+	// share its browser, GPU and network processes and its launch flags —
+	// its proxy too, unless a watchdog gave the context one
+	// (SetContextProxy: the security watchdog's network guard does) — and
+	// a browser crash takes every context down. Default
 	// false: the browser's default context.
 	IsolatedContext bool
 	// StallTimeout is how long the connection may stay silent, probes

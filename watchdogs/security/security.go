@@ -27,9 +27,10 @@
 //     reaches a refused host, and the browser resolves no names itself. A
 //     launched browser gets it as launch flags, an isolated context as the
 //     context's proxy (there WebRTC's UDP is not forced through it: that
-//     is a browser flag). A connected browser without IsolatedContext, or
-//     a launching profile with its own --proxy-server, runs without it
-//     (reported once as a BrowserError "PolicyGuardOff").
+//     is a browser flag; and the context's proxy replaces the one the
+//     connected browser was started with). A connected browser without
+//     IsolatedContext, or a profile whose ExtraFlags set a proxy, runs
+//     without it (reported once as a BrowserError "PolicyGuardOff").
 //   - A popup whose first document was refused (or whose URL is refused when
 //     TabCreated reports it) is closed with CloseTab: a blocked popup would
 //     otherwise stay as an empty error page the model could switch to.
@@ -248,7 +249,9 @@ func (w *Watchdog) Attach(s *session.Session) (err error) {
 		switch {
 		case !s.Launches() && !s.Profile().IsolatedContext:
 			guardOff = "the session connected to a browser it did not launch, so its proxy setting cannot be changed"
-		case s.Launches() && proxyFlag(s.Profile().ExtraFlags) != "":
+		case proxyFlag(s.Profile().ExtraFlags) != "":
+			// Also when connecting: a pool's shared browser is launched
+			// with the profile's flags, and its proxy is the user's choice.
 			guardOff = "Profile.ExtraFlags sets " + proxyFlag(s.Profile().ExtraFlags) + ", which the guard would replace"
 		default:
 			g, err = newGuard(w.cfg.Dial, w.guardDecide, w.guardRefused, log.Named("guard"))
