@@ -252,6 +252,53 @@ func navigated(r ActionRecord) bool {
 	return ran(r) && (pageFree[r.Name] || r.Verdict == events.VerdictNavigated)
 }
 
+// leftPage reports whether a recorded action that ran changed the page
+// the agent works on: a navigation, a tab it opened (the agent follows
+// it), a tab closed.
+func leftPage(r ActionRecord) bool {
+	return navigated(r) || (ran(r) && (r.Verdict == events.VerdictNewTab || r.Name == "close_tab"))
+}
+
+// pageAfter is the URL the agent was on after h.Items[i].Actions[j]: the
+// next step's observed URL; for the last step, the action's own record
+// (a navigation's outcome or URL, the tab switch_tab chose among those
+// the step observed); "" when the history does not say.
+func pageAfter(h *History, i, j int) string {
+	if i+1 < len(h.Items) {
+		return h.Items[i+1].State.URL
+	}
+	r := h.Items[i].Actions[j]
+	switch {
+	case r.Verdict == events.VerdictNewTab || r.Name == "close_tab":
+		return "" // the tab's URL is not recorded
+	case r.Name == "switch_tab":
+		var tp TabParams
+		if json.Unmarshal(r.Params, &tp) != nil || tp.TabID == "" {
+			return ""
+		}
+		var found string
+		for _, t := range h.Items[i].State.Tabs {
+			if strings.HasSuffix(strings.ToLower(t.TargetID), strings.ToLower(tp.TabID)) {
+				if found != "" {
+					return "" // ambiguous
+				}
+				found = t.URL
+			}
+		}
+		return found
+	}
+	if o := r.Result.Outcome; o != nil && o.After.URL != "" {
+		return o.After.URL
+	}
+	if r.Name == "navigate" {
+		var np NavigateParams
+		if json.Unmarshal(r.Params, &np) == nil {
+			return np.URL
+		}
+	}
+	return ""
+}
+
 // planRestore builds the restore's synthetic recording from h.
 func planRestore(h *History, opt ResumeOptions) (*restorePlan, error) {
 	p := &restorePlan{rec: &History{Task: h.Task}, opt: opt}
@@ -271,37 +318,31 @@ func planRestore(h *History, opt ResumeOptions) (*restorePlan, error) {
 			add(it.Step, it.State, it.Actions, pos)
 		}
 	} else {
-		k, at := -1, -1 // the last navigating step, and its navigating action
-		for i := len(h.Items) - 1; i >= 0 && k < 0; i-- {
+		// k, at: the last step and action that left the page for a page
+		// the history names (url). A page change whose page it does not
+		// name (a new tab or closed tab in the last step) is passed over:
+		// the restore opens the page before it, and re-applies nothing
+		// done after it (stopI, stopJ).
+		k, at, url := -1, -1, ""
+		stopI, stopJ := len(h.Items), 0
+	search:
+		for i := len(h.Items) - 1; i >= 0; i-- {
 			acts := h.Items[i].Actions
 			for j := len(acts) - 1; j >= 0; j-- {
-				if navigated(acts[j]) {
-					k, at = i, j
-					break
+				if !leftPage(acts[j]) {
+					continue
 				}
+				if u := pageAfter(h, i, j); u != "" {
+					k, at, url = i, j, u
+					break search
+				}
+				stopI, stopJ = i, j
 			}
 		}
-		url := ""
-		switch {
-		case k >= 0 && k+1 < len(h.Items) && h.Items[k+1].State.URL != "":
-			url = h.Items[k+1].State.URL
-		case k >= 0:
-			r := h.Items[k].Actions[at]
-			if o := r.Result.Outcome; o != nil && o.After.URL != "" {
-				url = o.After.URL
-			} else if r.Name == "navigate" {
-				var np NavigateParams
-				if json.Unmarshal(r.Params, &np) == nil {
-					url = np.URL
-				}
-			}
-		case len(h.Items) > 0:
+		if k < 0 && len(h.Items) > 0 {
 			if u := h.Items[0].State.URL; strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
 				url = u
 			}
-		}
-		if k >= 0 && url == "" {
-			return nil, fmt.Errorf("%w: recorded step %d navigated, but the history does not say where", ErrResume, h.Items[k].Step)
 		}
 		if url != "" {
 			params, _ := json.Marshal(NavigateParams{URL: url})
@@ -322,6 +363,9 @@ func planRestore(h *History, opt ResumeOptions) (*restorePlan, error) {
 			for j, r := range it.Actions {
 				if i == k && j <= at {
 					continue // before the navigation: another page
+				}
+				if i > stopI || (i == stopI && j >= stopJ) {
+					break // after a page change to a page not restored
 				}
 				if ran(r) && restoreInputs[r.Name] {
 					recs = append(recs, r)
