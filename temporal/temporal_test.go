@@ -79,6 +79,40 @@ func startWorker(t *testing.T, ts *temporaltest.TestServer, queue, name, modelUR
 	return cmd
 }
 
+// submitted is what `submit --wait --json` prints.
+type submitted struct {
+	ID    string `json:"id"`
+	RunID string `json:"run_id"`
+	TaskResult
+}
+
+// submitCmd is the command's `submit --wait --json` of in as workflow id;
+// its stdout goes to out.
+func submitCmd(ctx context.Context, ts *temporaltest.TestServer, queue, id string, in TaskInput, out *strings.Builder) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, workerBin, "submit", in.Task, "--wait", "--json",
+		"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace(),
+		"--task-queue", queue, "--id", id, "--start-url", in.StartURL,
+		"--max-steps", fmt.Sprint(in.MaxSteps), "--step-timeout", in.StepTimeout.String(),
+		"--heartbeat-timeout", in.HeartbeatTimeout.String(),
+		"--session-heartbeat-timeout", in.SessionHeartbeatTimeout.String(),
+		"--max-resumes", fmt.Sprint(in.MaxResumes))
+	cmd.Stdout = out
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// exitCode is cmd's exit code after Wait returned err (-1: it did not exit).
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	}
+	return -1
+}
+
 func logTail(t *testing.T, name, path string, n int) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -122,8 +156,14 @@ func TestTwoWorkersKillOne(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 	defer cancel()
 	ids := []string{"t1", "t2", "t3", "t4", "t5", "t6"}
+	// t6 goes through the command: submit --wait --json, exit 0 when done.
+	var out6 strings.Builder
+	sub6 := submitCmd(ctx, ts, queue, "task-t6", taskInput(s, "t6"), &out6)
+	if err := sub6.Start(); err != nil {
+		t.Fatal(err)
+	}
 	runs := map[string]client.WorkflowRun{}
-	for _, id := range ids {
+	for _, id := range ids[:5] {
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "task-" + id, TaskQueue: queue}, WorkflowName, taskInput(s, id))
 		if err != nil {
 			t.Fatal(err)
@@ -133,7 +173,19 @@ func TestTwoWorkersKillOne(t *testing.T) {
 	results := map[string]TaskResult{}
 	for _, id := range ids {
 		var res TaskResult
-		if err := runs[id].Get(ctx, &res); err != nil {
+		if id == "t6" {
+			if code := exitCode(sub6.Wait()); code != 0 {
+				t.Fatalf("submit --wait t6: exit %d, want 0; stdout %s", code, out6.String())
+			}
+			var sub submitted
+			if err := json.Unmarshal([]byte(out6.String()), &sub); err != nil {
+				t.Fatalf("submit --json t6: %v: %s", err, out6.String())
+			}
+			if sub.ID != "task-t6" || sub.RunID == "" {
+				t.Errorf("submit --json t6: id %q run %q, want task-t6 and a run ID", sub.ID, sub.RunID)
+			}
+			res = sub.TaskResult
+		} else if err := runs[id].Get(ctx, &res); err != nil {
 			t.Fatalf("task %s: %v", id, err)
 		}
 		results[id] = res
@@ -217,9 +269,10 @@ func (h *holdModel) Generate(ctx context.Context, _ llm.Request) (*llm.Response,
 	return nil, ctx.Err()
 }
 
-// TestCancel: a task cancelled while its step waits for the model ends
-// cancelled with its partial result, the pool's slot is free again, and
-// the attempt's trace is closed.
+// TestCancel: a task submitted with the command's `submit --wait --json`
+// and cancelled with its `cancel` while its step waits for the model ends
+// cancelled (exit 3) with its partial result, the pool's slot is free
+// again, and the attempt's trace is closed.
 func TestCancel(t *testing.T) {
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
@@ -248,8 +301,9 @@ func TestCancel(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, WorkflowName, taskInput(s, "c1"))
-	if err != nil {
+	var out strings.Builder
+	sub := submitCmd(ctx, ts, queue, "task-c1", taskInput(s, "c1"), &out)
+	if err := sub.Start(); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -257,20 +311,24 @@ func TestCancel(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the model was never called")
 	}
-	if err := c.CancelWorkflow(ctx, run.GetID(), run.GetRunID()); err != nil {
-		t.Fatal(err)
+	cancelOut, err := exec.CommandContext(ctx, workerBin, "cancel", "task-c1",
+		"--temporal", ts.GetFrontendHostPort(), "--namespace", ts.GetDefaultNamespace()).CombinedOutput()
+	if err != nil || !strings.Contains(string(cancelOut), "cancellation requested for task-c1") {
+		t.Fatalf("cancel: %v: %s", err, cancelOut)
 	}
-	var res TaskResult
-	err = run.Get(ctx, &res)
+	if code := exitCode(sub.Wait()); code != 3 {
+		t.Fatalf("submit --wait of a cancelled task: exit %d, want 3; stdout %s", code, out.String())
+	}
+	var subRes submitted
+	if err := json.Unmarshal([]byte(out.String()), &subRes); err != nil {
+		t.Fatalf("submit --json: %v: %s", err, out.String())
+	}
+	res := subRes.TaskResult
+	// The workflow itself ended cancelled, its error carrying the result.
+	err = c.GetWorkflow(ctx, "task-c1", "").Get(ctx, nil)
 	var ce *temporal.CanceledError
-	if !errors.As(err, &ce) {
-		t.Fatalf("want a cancelled workflow, got %v", err)
-	}
-	if !ce.HasDetails() {
-		t.Fatal("the cancellation carries no partial result")
-	}
-	if err := ce.Details(&res); err != nil {
-		t.Fatal(err)
+	if !errors.As(err, &ce) || !ce.HasDetails() {
+		t.Fatalf("want a cancelled workflow with the partial result as details, got %v", err)
 	}
 	if !res.Cancelled || len(res.Attempts) != 1 {
 		t.Fatalf("result %+v: want cancelled after one attempt", res)

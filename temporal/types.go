@@ -41,7 +41,10 @@ const (
 )
 
 // TaskInput is one task submitted to TaskWorkflow. Zero fields take the
-// documented defaults.
+// documented defaults. It is stored in Temporal's history as it is: it
+// has no secrets field on purpose. Secrets are the worker's
+// (WorkerConfig.Settings.SensitiveData, the command's --secret-env),
+// and the agent keeps them out of the recorded steps.
 type TaskInput struct {
 	// Task is what the agent is asked to do. Required.
 	Task string `json:"task"`

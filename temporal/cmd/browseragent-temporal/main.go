@@ -30,6 +30,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
+	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm/providers"
 	"github.com/browseragent/browseragent/pool"
 	"github.com/browseragent/browseragent/session"
@@ -150,6 +151,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		chrome              string
 		headful             bool
 		maxSessions         int
+		secrets             = secretFlags{}
 	)
 	c.register(fs)
 	fs.StringVar(&queue, "task-queue", "", "the task queue to serve (required)")
@@ -161,6 +163,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&ident, "identity", "", "the worker's name in Temporal and in task results (default browseragent@HOST:PID)")
 	fs.StringVar(&chrome, "chrome", "", "browser executable (default: $BROWSERAGENT_CHROME, then chromium on PATH)")
 	fs.BoolVar(&headful, "headful", false, "show the browser windows")
+	fs.Var(secrets, "secret-env", "a secret the model may use as <secret>name</secret> in every task this worker runs, read from an environment variable: name=ENVVAR (repeatable); secrets stay on the worker, never in a task's input or Temporal's history")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -205,8 +208,12 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer cl.Close()
+	var set agent.Settings
+	if len(secrets) > 0 {
+		set.SensitiveData = secrets
+	}
 	w, err := bat.NewWorker(cl, queue, bat.WorkerConfig{Pool: p, MaxSessions: maxSessions, Model: m,
-		RunDir: runDir, Identity: ident, Logger: logger})
+		Settings: set, RunDir: runDir, Identity: ident, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -318,6 +325,25 @@ func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("cancel %s: %w", pos[0], err)
 	}
 	fmt.Fprintf(stdout, "cancellation requested for %s\n", pos[0])
+	return nil
+}
+
+// secretFlags collects --secret-env name=ENVVAR pairs (the values are
+// read from the worker's environment: they never travel through Temporal).
+type secretFlags map[string]string
+
+func (s secretFlags) String() string { return "" }
+
+func (s secretFlags) Set(v string) error {
+	name, env, ok := strings.Cut(v, "=")
+	if !ok || name == "" || env == "" {
+		return fmt.Errorf("want name=ENVVAR, got %q", v)
+	}
+	val, ok := os.LookupEnv(env)
+	if !ok || val == "" {
+		return fmt.Errorf("environment variable %s (for secret %s) is not set", env, name)
+	}
+	s[name] = val
 	return nil
 }
 
