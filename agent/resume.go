@@ -108,11 +108,16 @@ type restoreOrigin struct {
 // Its first Step is the restore, recorded as a HistoryItem whose Source is
 // SourceResume, with no model call:
 //   - It navigates to the page the last navigating step of h reached (a
-//     navigate, search, go_back or switch_tab that ran, or an action whose
-//     recorded verdict is navigated, a previous restore included): the URL
-//     the next recorded step observed, else the action's recorded outcome
-//     URL or navigate's URL. With no navigation recorded, the first step's
-//     page (when it is an http(s) URL).
+//     navigate, search, go_back or switch_tab that ran, an action whose
+//     recorded verdict is navigated or new_tab, a close_tab, a previous
+//     restore included): the URL the next recorded step observed, else
+//     the action's recorded outcome URL, navigate's URL or the tab
+//     switch_tab chose. A page change in h's last step whose URL h does not
+//     record (a tab a click opened) is passed over: the page before it is
+//     restored and nothing done after it. With no navigation recorded, the
+//     first step's page (when it is an http(s) URL). The URL is opened with
+//     a GET: a page that was the answer to a POST shows what a GET of its
+//     URL shows (the form again, an error); nothing is re-posted.
 //   - It re-applies the input actions done on that page since (input,
 //     select_dropdown, upload_file, scroll), each element found again with
 //     Replay's matching cascade and preconditions, secrets resolved from
