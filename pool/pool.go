@@ -108,9 +108,9 @@ type Config struct {
 	// winning. For a state per lease, pass AcquireWith a storagestate
 	// watchdog with its own Config.Path.
 	//
-	// A session that does not launch its browser cannot start the security
-	// watchdog's network guard (see Profile.PolicyScope): in SharedBrowser
-	// mode the URL policy is applied by request interception alone.
+	// In SharedBrowser mode the security watchdog's network guard (see
+	// Profile.PolicyScope) is each session's context proxy rather than a
+	// launch flag; ExtraFlags that set a proxy turn it off (docs/scaling.md).
 	Profile session.Profile
 	// Options, when set, is called for every session and its options are
 	// applied after the default watchdogs (watchdogs.Defaults), so they can
