@@ -152,6 +152,10 @@ type tab struct {
 	concealed string
 	ready     bool // attach hooks ran
 	closed    bool
+	// setupErr is set when the tab's setup commands got no answer in
+	// time: its renderer is gone or hung (a crashed tab of a browser we
+	// connected to attaches but never answers).
+	setupErr error
 }
 
 // New returns a stopped session for the profile. Nothing starts until Start.
@@ -471,12 +475,23 @@ func (s *Session) adoptTabs(ctx context.Context) error {
 		pages = append(pages, id)
 	}
 	wait, cancel := attachWait(ctx)
+	if remote {
+		// The user's tabs are running already: one that does not attach
+		// within the default wait is crashed or hung, and a long start
+		// deadline must not make the session wait for it (or adopt it).
+		cancel()
+		wait, cancel = context.WithTimeout(ctx, defaultAttachWait)
+	}
 	defer cancel()
 	var ready []target.ID
 	var firstErr error
 	for _, id := range pages {
 		// A page listed while it was closing never attaches: skip it.
-		if err := s.waitTabReady(wait, id); err != nil {
+		err := s.waitTabReady(wait, id)
+		if err == nil {
+			err = s.tabSetupErr(id)
+		}
+		if err != nil {
 			s.log.Debug("page did not attach", zap.String("target", string(id)), zap.Error(err))
 			if firstErr == nil {
 				firstErr = err
@@ -620,9 +635,13 @@ func (s *Session) finishAttach(ctx context.Context, stop <-chan struct{}, at Att
 	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cancelOnStop(wait, cancel, stop)
+	var setupErr error
 	for _, r := range replies {
 		if err := r.Wait(wait, nil); err != nil {
 			s.log.Debug("target setup", zap.String("target", string(at.Session.TargetID())), zap.Error(err))
+			if setupErr == nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				setupErr = fmt.Errorf("%w: tab %s did not answer its setup: %w", ErrPageGone, at.Session.TargetID(), err)
+			}
 		}
 	}
 	if at.Kind != TargetPage {
@@ -636,6 +655,7 @@ func (s *Session) finishAttach(ctx context.Context, stop <-chan struct{}, at Att
 		return
 	}
 	t.ready = true
+	t.setupErr = setupErr
 	s.notifyLocked()
 	running := s.running && !t.closed && !s.quiet[id]
 	s.mu.Unlock()
@@ -688,6 +708,16 @@ func callHook(ctx context.Context, h TargetHook, at AttachedTarget) (err error) 
 func (s *Session) notifyLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})
+}
+
+// tabSetupErr reports why a ready tab's setup went unanswered, or nil.
+func (s *Session) tabSetupErr(id target.ID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.tabs[id]; t != nil {
+		return t.setupErr
+	}
+	return nil
 }
 
 // waitTabReady waits until the tab id is attached and its hooks ran.
