@@ -222,6 +222,11 @@ func TestTwoWorkersKillOne(t *testing.T) {
 	if m.callsBy(survivor) == 0 {
 		t.Errorf("the surviving worker %s answered no model call", survivor)
 	}
+	wids := make([]string, len(ids))
+	for i, id := range ids {
+		wids[i] = "task-" + id
+	}
+	replayHistories(t, ctx, c, wids...)
 }
 
 // checkResumed checks an interrupted task: lost on the killed worker,
@@ -349,6 +354,7 @@ func TestCancel(t *testing.T) {
 	if st := p.Stats(); st.InUse != 0 {
 		t.Errorf("pool stats after the cancel: %+v, want InUse 0", st)
 	}
+	replayHistories(t, ctx, c, "task-c1")
 }
 
 // lastRecordType is the type of the last record of a trace file.
