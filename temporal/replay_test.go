@@ -3,6 +3,7 @@ package temporal
 import (
 	"context"
 	"testing"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -20,6 +21,15 @@ func replayHistories(t *testing.T, ctx context.Context, c client.Client, workflo
 	t.Helper()
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+	// The check has teeth: a workflow that starts with a timer the
+	// recording never had must fail the same histories.
+	changed := worker.NewWorkflowReplayer()
+	changed.RegisterWorkflowWithOptions(func(ctx workflow.Context, in TaskInput) (TaskResult, error) {
+		if err := workflow.Sleep(ctx, time.Millisecond); err != nil {
+			return TaskResult{}, err
+		}
+		return TaskWorkflow(ctx, in)
+	}, workflow.RegisterOptions{Name: WorkflowName})
 	for _, id := range workflowIDs {
 		h := &historypb.History{}
 		it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -36,6 +46,9 @@ func replayHistories(t *testing.T, ctx context.Context, c client.Client, workflo
 		}
 		if err := r.ReplayWorkflowHistory(nil, h); err != nil {
 			t.Errorf("replaying %s's history (%d events) against TaskWorkflow: %v", id, len(h.Events), err)
+		}
+		if err := changed.ReplayWorkflowHistory(nil, h); err == nil {
+			t.Errorf("%s's history replays against a changed workflow too: the replay checks nothing", id)
 		}
 	}
 }
