@@ -174,14 +174,8 @@ traces are closed) and runs no more.`)
 	if pm == pool.BrowserPerSession && bf.cdpURL != "" {
 		return usagef("--cdp-url needs --mode shared: per-session launches a browser for each session")
 	}
-	if *model == "" {
-		return usagef("no model: pass --model provider:name or set BROWSERAGENT_MODEL (providers: %s)", strings.Join(providers.Known(), ", "))
-	}
-	set := agent.Settings{MaxSteps: *maxSteps, AvailableFilePaths: files}
-	if err := af.apply(&set, *model, *baseURL); err != nil {
-		return err
-	}
-	if err := useCache(&set, *cacheDir); err != nil {
+	set, err := modelSettings(&af, *model, *baseURL, *maxSteps, files, *cacheDir)
+	if err != nil {
 		return err
 	}
 	tasks, err := readTasks(fs.Arg(0))

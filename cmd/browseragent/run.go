@@ -87,14 +87,8 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if fs.NArg() != 1 {
 		return usagef("want the task as one argument")
 	}
-	if *model == "" {
-		return usagef("no model: pass --model provider:name or set BROWSERAGENT_MODEL (providers: %s)", strings.Join(providers.Known(), ", "))
-	}
-	set := agent.Settings{MaxSteps: *maxSteps, AvailableFilePaths: files}
-	if err := af.apply(&set, *model, *baseURL); err != nil {
-		return err
-	}
-	if err := useCache(&set, *cacheDir); err != nil {
+	set, err := modelSettings(&af, *model, *baseURL, *maxSteps, files, *cacheDir)
+	if err != nil {
 		return err
 	}
 	stdinTTY := stdinIsTerminal()

@@ -13,6 +13,7 @@ import (
 	"github.com/browseragent/browseragent/agent"
 	"github.com/browseragent/browseragent/agent/llm"
 	"github.com/browseragent/browseragent/agent/llm/pricing"
+	"github.com/browseragent/browseragent/agent/llm/providers"
 	"github.com/browseragent/browseragent/report"
 	"github.com/browseragent/browseragent/session"
 	"github.com/browseragent/browseragent/telemetry"
@@ -322,6 +323,23 @@ func cacheLine(c *agent.CacheStats) string {
 		line += fmt.Sprintf(" (%d entries of another model or prompt)", c.Invalidated)
 	}
 	return line
+}
+
+// modelSettings builds the Settings of a command that runs tasks with a
+// model (run, batch): the model is required; the agent flags, the step
+// limit, the files the model may upload and the cache go in.
+func modelSettings(af *agentFlags, model, baseURL string, maxSteps int, files []string, cacheDir string) (agent.Settings, error) {
+	if model == "" {
+		return agent.Settings{}, usagef("no model: pass --model provider:name or set BROWSERAGENT_MODEL (providers: %s)", strings.Join(providers.Known(), ", "))
+	}
+	set := agent.Settings{MaxSteps: maxSteps, AvailableFilePaths: files}
+	if err := af.apply(&set, model, baseURL); err != nil {
+		return agent.Settings{}, err
+	}
+	if err := useCache(&set, cacheDir); err != nil {
+		return agent.Settings{}, err
+	}
+	return set, nil
 }
 
 // useCache sets set.Cache to a directory cache in dir ("" leaves it off).
