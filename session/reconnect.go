@@ -138,13 +138,10 @@ func (s *Session) Reconnect(ctx context.Context) error {
 		}
 	}
 	if focus == "" {
-		id, err := s.openTab(ctx)
+		id, err := s.focusNewTab(ctx)
 		if err != nil {
 			return err
 		}
-		s.mu.Lock()
-		s.focus = id
-		s.mu.Unlock()
 		focus = id
 	}
 	ok = true

@@ -430,14 +430,8 @@ func (s *Session) discover(ctx context.Context, conn *cdp.Conn) error {
 func (s *Session) adoptTabs(ctx context.Context) error {
 	if s.BrowserContextID() != "" {
 		// A fresh context has no tab: work in one of our own.
-		id, err := s.openTab(ctx)
-		if err != nil {
-			return err
-		}
-		s.mu.Lock()
-		s.focus = id
-		s.mu.Unlock()
-		return nil
+		_, err := s.focusNewTab(ctx)
+		return err
 	}
 	infos, err := cdpproto.Call(ctx, s.conn.Browser(), target.GetTargets, target.GetTargetsParams{})
 	if err != nil {
@@ -454,14 +448,8 @@ func (s *Session) adoptTabs(ctx context.Context) error {
 	s.mu.Unlock()
 	if len(pages) == 0 && remote {
 		// A connected browser without a tab: work in one of our own.
-		id, err := s.openTab(ctx)
-		if err != nil {
-			return err
-		}
-		s.mu.Lock()
-		s.focus = id
-		s.mu.Unlock()
-		return nil
+		_, err := s.focusNewTab(ctx)
+		return err
 	}
 	if len(pages) == 0 {
 		id, err := s.createTarget(ctx, s.conn)
@@ -524,6 +512,18 @@ func (s *Session) adoptTabs(ctx context.Context) error {
 	s.focus = id
 	s.mu.Unlock()
 	return nil
+}
+
+// focusNewTab opens a tab of the session's own (see openTab) and focuses it.
+func (s *Session) focusNewTab(ctx context.Context) (target.ID, error) {
+	id, err := s.openTab(ctx)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	s.focus = id
+	s.mu.Unlock()
+	return id, nil
 }
 
 // chooseConnectTab returns the tab to work in when the session connected
