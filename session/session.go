@@ -462,13 +462,15 @@ func (s *Session) adoptTabs(ctx context.Context) error {
 		s.mu.Unlock()
 		pages = append(pages, id)
 	}
-	wait, cancel := attachWait(ctx)
+	var wait context.Context
+	var cancel context.CancelFunc
 	if remote {
 		// The user's tabs are running already: one that does not attach
 		// within the default wait is crashed or hung, and a long start
 		// deadline must not make the session wait for it (or adopt it).
-		cancel()
 		wait, cancel = context.WithTimeout(ctx, defaultAttachWait)
+	} else {
+		wait, cancel = attachWait(ctx)
 	}
 	defer cancel()
 	var ready []target.ID
