@@ -509,6 +509,20 @@ func visiblePoint(ctx context.Context, el *element) (point, error) {
 	return p, nil
 }
 
+// pageLeft reports an error of a call on an element of a document that
+// is no longer there: the page navigated, or the node was detached.
+func pageLeft(err error) bool {
+	var pe *cdp.ProtocolError
+	if errors.As(err, &pe) {
+		m := strings.ToLower(pe.Message)
+		if strings.Contains(m, "inspected target navigated") || strings.Contains(m, "execution context was destroyed") ||
+			strings.Contains(m, "cannot find context with specified id") {
+			return true
+		}
+	}
+	return isDetached(err)
+}
+
 func isDetached(err error) bool {
 	var pe *cdp.ProtocolError
 	if errors.As(err, &pe) {

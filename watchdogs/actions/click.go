@@ -113,15 +113,30 @@ func (a *Watchdog) clickElement(ctx context.Context, el *element, button events.
 	before := *el.info.Checked
 	var after bool
 	if err := pagejs.CallOn(ctx, el.sess, el.obj, checkedJS, &after); err != nil {
+		if pageLeft(err) {
+			// The click's own handler navigated (a change handler that
+			// submits its form): the outcome says where it went.
+			run.addDetail("the page navigated before the checked state could be read")
+			return nil
+		}
 		return fmt.Errorf("actions: reading checked state: %w", err)
 	}
 	radio := el.info.Type == "radio" || el.info.Role == "radio" || el.info.Control == "radio"
 	toggled := after != before || (radio && before)
 	if !toggled && res.Method == methodMouse {
 		if err := pagejs.CallOn(ctx, el.sess, el.obj, jsClickJS, nil); err != nil {
+			if pageLeft(err) {
+				run.addDetail("the page navigated after the mouse click, before the checked state changed")
+				return nil
+			}
 			return fmt.Errorf("actions: click (JavaScript, because the mouse click did not toggle it): %w", err)
 		}
 		if err := pagejs.CallOn(ctx, el.sess, el.obj, checkedJS, &after); err != nil {
+			if pageLeft(err) {
+				res.Method = methodJS
+				run.addDetail("clicked with JavaScript; the page navigated before the checked state could be read")
+				return nil
+			}
 			return fmt.Errorf("actions: reading checked state: %w", err)
 		}
 		res.Method = methodJS

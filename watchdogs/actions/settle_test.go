@@ -8,8 +8,13 @@ import (
 	"testing"
 	"time"
 
+	cdpproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+
 	"github.com/browseragent/browseragent/bus"
 	"github.com/browseragent/browseragent/events"
+	"github.com/browseragent/browseragent/internal/pagejs"
 	"github.com/browseragent/browseragent/session"
 )
 
@@ -121,4 +126,54 @@ func TestNavigateWaitsForTheLoadHandlersFetch(t *testing.T) {
 	if got := at.str(`document.getElementById('out').textContent`); got != "fetched" {
 		t.Fatalf("the page shows %q when the navigation returned, want what its load handler fetched", got)
 	}
+}
+
+// TestPageLeftClassifiesChromiumErrors: the errors Chromium gives a call
+// on an element of a page that navigated away, both for a call that was
+// pending when the page left and for one made after, are what pageLeft
+// recognises (a click whose change handler submits its form meets them
+// when it reads the checked state); a script's own exception is not.
+func TestPageLeftClassifiesChromiumErrors(t *testing.T) {
+	srv := settleSite(t)
+	at := startSite(t, session.Profile{}, srv.URL+"/late")
+	ps := at.page()
+	res, err := cdpproto.Call(at.ctx, ps, runtime.Evaluate, runtime.EvaluateParams{Expression: `document.querySelector('#box')`})
+	if err != nil || res.Result == nil || res.Result.ObjectID == "" {
+		t.Fatalf("querySelector: %v", err)
+	}
+	obj := res.Result.ObjectID
+
+	thrown := pagejs.CallOn(at.ctx, ps, obj, `function(){ throw new Error('own failure') }`, nil)
+	if thrown == nil || pageLeft(thrown) {
+		t.Fatalf("a script's exception: err %v, pageLeft %v", thrown, pageLeft(thrown))
+	}
+
+	pending := make(chan error, 1)
+	go func() {
+		pending <- pagejs.CallOn(at.ctx, ps, obj, `function(){ window.pendingCall = true; return new Promise(() => {}) }`, nil)
+	}()
+	// The call is pending once the page ran it; then the page leaves.
+	for seen := false; !seen; {
+		if err := pagejs.Evaluate(at.ctx, ps, `window.pendingCall === true`, &seen); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cdpproto.Call(at.ctx, ps, page.Navigate, page.NavigateParams{URL: srv.URL + "/next"}); err != nil {
+		t.Fatalf("navigate: %v", err)
+	}
+	select {
+	case err := <-pending:
+		if err == nil || !pageLeft(err) {
+			t.Fatalf("a call pending while the page left: %v, pageLeft false", err)
+		}
+		t.Logf("pending: %v", err)
+	case <-at.ctx.Done():
+		t.Fatal("the pending call never ended")
+	}
+	var after bool
+	stale := pagejs.CallOn(at.ctx, ps, obj, checkedJS, &after)
+	if stale == nil || !pageLeft(stale) {
+		t.Fatalf("a call on the left page's element: %v, pageLeft false", stale)
+	}
+	t.Logf("stale: %v", stale)
 }
