@@ -44,6 +44,11 @@ type ActionRecord struct {
 	// Match says how a replayed or cached action's element was found on
 	// the page; nil when the model chose the index.
 	Match *match.Result `json:"match,omitempty"`
+	// TabURL is the http(s) URL of the tab the action opened, as it was
+	// when the agent switched to it; "" when the action opened no tab, the
+	// tab had no page yet, or its URL shows a secret. A resume opens it
+	// when no later step recorded the page.
+	TabURL string `json:"tab_url,omitempty"`
 }
 
 // ActionMark is where an action landed, in viewport CSS pixels of the

@@ -182,6 +182,9 @@ func (a *Agent) followNewTab(ctx context.Context, rec *ActionRecord) bool {
 		return false
 	}
 	if sw, err := a.switchTab(ctx, o.NewTabs[0]); err == nil {
+		if webURL(sw.URL) && a.secrets.scrub(sw.URL) == sw.URL {
+			rec.TabURL = sw.URL
+		}
 		rec.Result.Text += fmt.Sprintf(" Switched to the new tab %s (%s).", TabRef(sw.TargetID), sw.URL)
 	} else {
 		// The model must not believe it is on the new tab.

@@ -112,9 +112,11 @@ type restoreOrigin struct {
 //     recorded verdict is navigated or new_tab, a close_tab, a previous
 //     restore included): the URL the next recorded step observed, else
 //     the action's recorded outcome URL, navigate's URL or the tab
-//     switch_tab chose. A page change in h's last step whose URL h does not
-//     record (a tab a click opened) is passed over: the page before it is
-//     restored and nothing done after it. With no navigation recorded, the
+//     switch_tab chose, or the URL a tab a click opened had when the agent
+//     switched to it (ActionRecord.TabURL). A page change in h's last step
+//     whose URL h does not record (a closed tab, a new tab with no page
+//     yet) is passed over: the page before it is restored and nothing done
+//     after it. With no navigation recorded, the
 //     first step's page (when it is an http(s) URL). The URL is opened with
 //     a GET: a page that was the answer to a POST shows what a GET of its
 //     URL shows (the form again, an error); nothing is re-posted.
@@ -267,15 +269,18 @@ func leftPage(r ActionRecord) bool {
 // pageAfter is the URL the agent was on after h.Items[i].Actions[j]: the
 // next step's observed URL; for the last step, the action's own record
 // (a navigation's outcome or URL, the tab switch_tab chose among those
-// the step observed); "" when the history does not say.
+// the step observed, the tab an action opened); "" when the history does
+// not say.
 func pageAfter(h *History, i, j int) string {
 	if i+1 < len(h.Items) {
 		return h.Items[i+1].State.URL
 	}
 	r := h.Items[i].Actions[j]
 	switch {
-	case r.Verdict == events.VerdictNewTab || r.Name == "close_tab":
-		return "" // the tab's URL is not recorded
+	case r.Verdict == events.VerdictNewTab:
+		return r.TabURL // "" when not recorded
+	case r.Name == "close_tab":
+		return "" // the page left in front is not recorded
 	case r.Name == "switch_tab":
 		var tp TabParams
 		if json.Unmarshal(r.Params, &tp) != nil || tp.TabID == "" {
@@ -325,9 +330,9 @@ func planRestore(h *History, opt ResumeOptions) (*restorePlan, error) {
 	} else {
 		// k, at: the last step and action that left the page for a page
 		// the history names (url). A page change whose page it does not
-		// name (a new tab or closed tab in the last step) is passed over:
-		// the restore opens the page before it, and re-applies nothing
-		// done after it (stopI, stopJ).
+		// name (a closed tab, a new tab with no URL recorded, in the last
+		// step) is passed over: the restore opens the page before it, and
+		// re-applies nothing done after it (stopI, stopJ).
 		k, at, url := -1, -1, ""
 		stopI, stopJ := len(h.Items), 0
 	search:
@@ -345,7 +350,7 @@ func planRestore(h *History, opt ResumeOptions) (*restorePlan, error) {
 			}
 		}
 		if k < 0 && len(h.Items) > 0 {
-			if u := h.Items[0].State.URL; strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
+			if u := h.Items[0].State.URL; webURL(u) {
 				url = u
 			}
 		}
@@ -513,4 +518,9 @@ func (a *Agent) restoreStep(ctx context.Context, p *restorePlan) (HistoryItem, e
 	}
 	a.finish(ctx, &item)
 	return item, rerr
+}
+
+// webURL reports whether u is an http(s) URL, one a restore can open.
+func webURL(u string) bool {
+	return strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")
 }

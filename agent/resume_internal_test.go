@@ -10,8 +10,9 @@ import (
 
 // The restore's page is the one the agent was on: a switch_tab in the last
 // step resolves to the tab the step observed; a tab a last-step click
-// opened (whose URL is not recorded) is passed over, and nothing done
-// after it is re-applied on the page before it; a close_tab before the
+// opened is opened at its recorded URL, or, when none was recorded,
+// passed over, and nothing done after it is re-applied on the page
+// before it; a close_tab before the
 // last step goes to the page the next step observed; a navigation with no
 // URL recorded no longer makes the history unresumable.
 func TestPlanRestorePage(t *testing.T) {
@@ -28,6 +29,11 @@ func TestPlanRestorePage(t *testing.T) {
 		return ActionRecord{Name: name, Params: p}
 	}
 	newTab := ActionRecord{Name: "click", Params: json.RawMessage(`{"index":2}`), Verdict: events.VerdictNewTab}
+	newTabAt := func(u string) ActionRecord {
+		r := newTab
+		r.TabURL = u
+		return r
+	}
 	tabs := []events.TabInfo{{TargetID: "AAAA1111", URL: "http://a.test/"}, {TargetID: "BBBB2222", URL: "http://b.test/form"}}
 	cases := []struct {
 		name   string
@@ -43,6 +49,10 @@ func TestPlanRestorePage(t *testing.T) {
 			{Step: 0, Actions: []ActionRecord{nav("http://a.test/")}},
 			{Step: 1, State: StateRecord{URL: "http://a.test/"}, Actions: []ActionRecord{input("before"), newTab, input("after")}},
 		}, "http://a.test/", []string{"before"}},
+		{"new tab last, its URL recorded", []HistoryItem{
+			{Step: 0, Actions: []ActionRecord{nav("http://a.test/")}},
+			{Step: 1, State: StateRecord{URL: "http://a.test/"}, Actions: []ActionRecord{input("before"), newTabAt("http://b.test/form"), input("on b")}},
+		}, "http://b.test/form", []string{"on b"}},
 		{"new tab observed", []HistoryItem{
 			{Step: 0, Actions: []ActionRecord{nav("http://a.test/")}},
 			{Step: 1, State: StateRecord{URL: "http://a.test/"}, Actions: []ActionRecord{input("before"), newTab}},

@@ -59,6 +59,9 @@ func newSignupSite(t *testing.T) *signupSite {
 	mux.HandleFunc("/p1", page("/p1", `<input name="name" placeholder="Full name" aria-label="Full name"><button>Next</button>`))
 	mux.HandleFunc("/p2", page("/p2", `<input name="email" placeholder="Email" aria-label="Email"><button>Continue</button>`))
 	mux.HandleFunc("/p3", page("/p3", `<select name="plan" aria-label="Plan"><option>Basic</option><option>Pro</option></select><button>Finish</button>`))
+	mux.HandleFunc("/start", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><title>Start</title><a href="/p1" target="_blank">Sign up in a new tab</a>`)
+	})
 	mux.HandleFunc("/thanks", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `<!doctype html><title>Done</title><p>Thank you for signing up</p>`)
 	})
@@ -363,6 +366,43 @@ func TestResumeEdgeCases(t *testing.T) {
 		if !errors.Is(err, agent.ErrResume) || !errors.Is(err, agent.ErrReplayVars) {
 			t.Fatalf("err %v, want ErrResume and ErrReplayVars", err)
 		}
+	})
+	t.Run("tab opened in the last step", func(t *testing.T) {
+		// Recorded: the start page opened, its link clicked (a new tab
+		// the agent follows), the name typed there; the run stops there.
+		_, rec := newSession(t)
+		model := scripted.New([]scripted.Step{
+			{Action: "click", Label: "Sign up in a new tab"},
+		})
+		a, err := agent.New("Open "+site.URL+"/start and sign up Ada.", model, rec, settings(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var items []agent.HistoryItem
+		for i := 0; i < 2; i++ {
+			item, res, err := a.Step(ctx)
+			if err != nil || res != nil || item.Error != "" {
+				t.Fatalf("step %d: %v %+v %+v (model errors %v)", i, err, res, item, model.Errors())
+			}
+			items = append(items, item)
+		}
+		a.EndRun(ctx, errors.New("worker lost"))
+		click := items[1].Actions[0]
+		if click.TabURL != site.URL+"/p1" {
+			t.Fatalf("the click's record: verdict %s, tab_url %q, want %s/p1", click.Verdict, click.TabURL, site.URL)
+		}
+		r, err := agent.Resume("", scripted.New(nil), s, settings(t), &agent.History{Task: "Open " + site.URL + "/start and sign up Ada.", Items: items}, agent.ResumeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		item, _, err := r.Step(ctx)
+		if err != nil || item.Source != agent.SourceResume || len(item.Actions) != 1 || item.Actions[0].Name != "navigate" {
+			t.Fatalf("restore %v %+v", err, item)
+		}
+		if got := item.Actions[0].Result.Outcome; got == nil || got.After.URL != site.URL+"/p1" {
+			t.Fatalf("restore opened %+v, want the new tab's page %s/p1", got, site.URL)
+		}
+		r.EndRun(ctx, nil)
 	})
 	t.Run("policy refuses the page", func(t *testing.T) {
 		items := recordTwoSteps(t, site)
