@@ -3,9 +3,11 @@ package cdp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,8 +84,15 @@ type LaunchOptions struct {
 	Headful bool
 	// UserDataDir is the profile directory; "" makes a temporary one under
 	// os.TempDir() (named ProfilePrefix*) that Close removes. A given
-	// directory is kept, and Launch writes nothing into it (Chromium does).
+	// directory is kept, and Launch writes nothing into it but the
+	// Preferences below (Chromium writes the rest).
 	UserDataDir string
+	// Preferences are profile preferences set before the browser starts,
+	// by dotted name ("webrtc.ip_handling_policy"), for the settings that
+	// have no command-line switch. They are written into the profile's
+	// Default/Preferences file, merged with what the file of a given
+	// UserDataDir holds (its other preferences are kept; these win).
+	Preferences map[string]any
 	// WindowWidth and WindowHeight set --window-size; 0 means
 	// DefaultWindowWidth x DefaultWindowHeight.
 	WindowWidth, WindowHeight int
@@ -360,6 +369,10 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Browser, error) {
 		}
 		b.tmpDir, b.ownTmp = dir, true
 	}
+	if err := writePreferences(b.profile, opts.Preferences); err != nil {
+		cleanup()
+		return nil, err
+	}
 	portFile := filepath.Join(b.profile, "DevToolsActivePort")
 	_ = os.Remove(portFile) // stale from an earlier run of a given profile
 
@@ -546,4 +559,60 @@ func (w *logWriter) tail() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return strings.Join(w.last, " | ")
+}
+
+// writePreferences sets prefs in profile's Default/Preferences, keeping the
+// file's other preferences; the file is replaced by a rename, so a reader
+// never sees half of it.
+func writePreferences(profile string, prefs map[string]any) error {
+	if len(prefs) == 0 {
+		return nil
+	}
+	dir := filepath.Join(profile, "Default")
+	file := filepath.Join(dir, "Preferences")
+	doc := map[string]any{}
+	switch raw, err := os.ReadFile(file); {
+	case err == nil:
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return fmt.Errorf("cdp: reading the profile's preferences %s: %w", file, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cdp: reading the profile's preferences: %w", err)
+	}
+	for name, value := range prefs {
+		parts := strings.Split(name, ".")
+		m := doc
+		for _, part := range parts[:len(parts)-1] {
+			next, ok := m[part].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[part] = next
+			}
+			m = next
+		}
+		m[parts[len(parts)-1]] = value
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("cdp: encoding the profile's preferences: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("cdp: writing the profile's preferences: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, "Preferences.*")
+	if err != nil {
+		return fmt.Errorf("cdp: writing the profile's preferences: %w", err)
+	}
+	_, werr := tmp.Write(out)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), file)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("cdp: writing the profile's preferences: %w", werr)
+	}
+	return nil
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/browseragent/browseragent/cdp"
 	"github.com/browseragent/browseragent/session"
 	"github.com/browseragent/browseragent/watchdogs"
+	"github.com/browseragent/browseragent/watchdogs/security"
 )
 
 // Errors of the pool.
@@ -111,6 +112,10 @@ type Config struct {
 	// In SharedBrowser mode the security watchdog's network guard (see
 	// Profile.PolicyScope) is each session's context proxy rather than a
 	// launch flag; ExtraFlags that set a proxy turn it off (docs/scaling.md).
+	// When the profile's policy runs the guard, the shared browser the pool
+	// launches keeps WebRTC to proxied paths in every context
+	// (security.BrowserPreferences); a custom policy given through Options
+	// needs PolicyScope "requests" here for that.
 	Profile session.Profile
 	// Options, when set, is called for every session and its options are
 	// applied after the default watchdogs (watchdogs.Defaults), so they can
@@ -392,6 +397,7 @@ func (p *Pool) sharedEndpoint(ctx context.Context) (url string, b *cdp.Browser, 
 		WindowWidth:  pr.ViewportWidth,
 		WindowHeight: pr.ViewportHeight,
 		Flags:        flags,
+		Preferences:  security.BrowserPreferences(pr),
 		Logger:       p.log,
 	})
 	if err != nil {

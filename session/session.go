@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -103,7 +104,8 @@ type Session struct {
 	attached []Watchdog
 	hooks    []hookEntry
 	hookSeq  int
-	flags    []string // launch flags watchdogs added in Attach
+	flags    []string       // launch flags watchdogs added in Attach
+	prefs    map[string]any // launch preferences watchdogs added in Attach
 	tabs     map[target.ID]*tab
 	tabOrder []target.ID // creation order
 	frames   map[target.SessionID]*AttachedTarget
@@ -239,6 +241,20 @@ func (s *Session) AddLaunchFlags(flags ...string) {
 	s.flags = append(s.flags, flags...)
 }
 
+// AddLaunchPreference sets a profile preference (dotted name, such as
+// "webrtc.ip_handling_policy") of the browser the session launches, for
+// settings that have no switch (see cdp.LaunchOptions.Preferences; a
+// Profile.UserDataDir keeps it). Like AddLaunchFlags: called from Attach,
+// dropped on Stop, ignored when the session connects to a running browser.
+func (s *Session) AddLaunchPreference(name string, value any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prefs == nil {
+		s.prefs = map[string]any{}
+	}
+	s.prefs[name] = value
+}
+
 // Launches reports whether Start launches the browser (no Profile.CDPURL),
 // so that launch flags take effect.
 func (s *Session) Launches() bool { return s.profile.CDPURL == "" }
@@ -351,6 +367,7 @@ func (s *Session) connect(ctx context.Context) error {
 		}
 		s.mu.Lock()
 		flags = append(flags, s.flags...)
+		prefs := maps.Clone(s.prefs)
 		s.mu.Unlock()
 		browser, err = cdp.Launch(ctx, cdp.LaunchOptions{
 			ExecPath:     s.profile.ExecutablePath,
@@ -359,6 +376,7 @@ func (s *Session) connect(ctx context.Context) error {
 			WindowWidth:  s.profile.ViewportWidth,
 			WindowHeight: s.profile.ViewportHeight,
 			Flags:        flags,
+			Preferences:  prefs,
 			Logger:       s.log.Named("chrome"),
 		})
 		if err != nil {
@@ -1151,7 +1169,7 @@ func (s *Session) teardown(ctx context.Context, graceful bool) error {
 	s.mu.Lock()
 	s.conn, s.browser, s.bctx = nil, nil, ""
 	s.hooks = nil
-	s.flags = nil
+	s.flags, s.prefs = nil, nil
 	s.ctxProxy, s.ctxBypass = "", ""
 	s.tabs, s.tabOrder, s.focus, s.selector = nil, nil, "", nil
 	s.mu.Unlock()

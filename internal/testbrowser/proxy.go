@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -159,4 +160,41 @@ func (p *Proxy) pipe(dst io.Writer, src io.Reader) {
 			return
 		}
 	}
+}
+
+// UDPSink is a UDP socket on 127.0.0.1 that counts the datagrams it gets:
+// a STUN server that never answers, to see whether a page's WebRTC sends
+// anything. It is closed at the test's cleanup, with its reader.
+type UDPSink struct {
+	Addr string // "127.0.0.1:PORT"
+	got  atomic.Int64
+}
+
+// Datagrams returns how many datagrams arrived so far.
+func (u *UDPSink) Datagrams() int64 { return u.got.Load() }
+
+// NewUDPSink starts a UDPSink.
+func NewUDPSink(tb testing.TB) *UDPSink {
+	tb.Helper()
+	conn, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u := &UDPSink{Addr: conn.LocalAddr().String()}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := conn.ReadFrom(buf); err != nil {
+				return // closed
+			}
+			u.got.Add(1)
+		}
+	}()
+	tb.Cleanup(func() {
+		conn.Close()
+		<-done
+	})
+	return u
 }

@@ -106,16 +106,23 @@ const guardBypass = "<-loopback>"
 
 // flags are the browser switches that route everything through the guard.
 // <-loopback> removes Chromium's implicit bypass of localhost and 127/8,
-// which would otherwise let a page reach loopback services directly. WebRTC
-// may use only proxied (TCP) paths, which the guard does not carry, so no
-// UDP reaches a refused host either.
+// which would otherwise let a page reach loopback services directly.
 func (g *guard) flags() []string {
 	return []string{
 		"--proxy-server=" + g.proxyServer(),
 		"--proxy-bypass-list=" + guardBypass,
-		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 	}
 }
+
+// webRTCPolicyPref and webRTCProxiedOnly keep WebRTC to proxied paths: no
+// UDP of its own (host candidates, STUN), only TCP through the proxy, which
+// is the guard. No proxy carries UDP, so without it a page's STUN or peer
+// traffic would reach any host. It is a profile preference: Chromium 156
+// ignores the --force-webrtc-ip-handling-policy switch (measured).
+const (
+	webRTCPolicyPref  = "webrtc.ip_handling_policy"
+	webRTCProxiedOnly = "disable_non_proxied_udp"
+)
 
 // ServeHTTP answers one proxy request: CONNECT opens a tunnel, anything
 // else is forwarded.

@@ -25,10 +25,12 @@
 //     proxy on loopback that asks the policy before it connects, so what
 //     interception cannot see — WebSocket handshakes, preconnects — never
 //     reaches a refused host, and the browser resolves no names itself. A
-//     launched browser gets it as launch flags, an isolated context as the
-//     context's proxy (there WebRTC's UDP is not forced through it: that
-//     is a browser flag; and the context's proxy replaces the one the
-//     connected browser was started with). A connected browser without
+//     launched browser gets it as launch flags and keeps WebRTC to proxied
+//     paths by a profile preference (no UDP of its own); an isolated
+//     context gets it as the context's proxy, which replaces the one the
+//     connected browser was started with (WebRTC there is kept to proxied
+//     paths only if the browser was launched with [BrowserPreferences], as
+//     a pool's shared browser is). A connected browser without
 //     IsolatedContext, or a profile whose ExtraFlags set a proxy, runs
 //     without it (reported once as a BrowserError "PolicyGuardOff").
 //   - A popup whose first document was refused (or whose URL is refused when
@@ -265,6 +267,7 @@ func (w *Watchdog) Attach(s *session.Session) (err error) {
 			}()
 			if s.Launches() {
 				s.AddLaunchFlags(g.flags()...)
+				s.AddLaunchPreference(webRTCPolicyPref, webRTCProxiedOnly)
 			} else {
 				// A context of the session's own in a browser it connected
 				// to takes a proxy of its own (Target.createBrowserContext).
@@ -363,6 +366,24 @@ func (w *Watchdog) scopeFor(prof session.Profile) (Scope, error) {
 		return ScopeNavigations, nil
 	}
 	return "", fmt.Errorf("%w %q (want %q or %q)", ErrUnknownScope, scope, ScopeRequests, ScopeNavigations)
+}
+
+// BrowserPreferences are the profile preferences a browser needs for the
+// network guard of sessions in contexts of their own (Profile.
+// IsolatedContext in a browser they connect to, such as a pool's shared
+// browser) to hold for WebRTC too, which a context's proxy cannot do: set
+// them when launching that browser (cdp.LaunchOptions.Preferences). Nil
+// when a session with profile p and the default Config would not run the
+// guard (the "navigations" scope, or ExtraFlags that set a proxy). They
+// apply to every context of the browser.
+func BrowserPreferences(p session.Profile) map[string]any {
+	if proxyFlag(p.ExtraFlags) != "" {
+		return nil
+	}
+	if scope, err := New(Config{}).scopeFor(p); err != nil || scope != ScopeRequests {
+		return nil
+	}
+	return map[string]any{webRTCPolicyPref: webRTCProxiedOnly}
 }
 
 // restrictsHosts reports whether the profile's policy refuses any host.
