@@ -114,9 +114,10 @@ func (a *Watchdog) clickElement(ctx context.Context, el *element, button events.
 	var after bool
 	if err := pagejs.CallOn(ctx, el.sess, el.obj, checkedJS, &after); err != nil {
 		if pageLeft(err) {
-			// The click's own handler navigated (a change handler that
-			// submits its form): the outcome says where it went.
-			run.addDetail("the page navigated before the checked state could be read")
+			// The click's own handler left the page (a change handler
+			// that submits its form) or removed the element's frame: the
+			// outcome says what followed.
+			run.addDetail("the page left the element before its checked state could be read")
 			return nil
 		}
 		return fmt.Errorf("actions: reading checked state: %w", err)
@@ -126,7 +127,7 @@ func (a *Watchdog) clickElement(ctx context.Context, el *element, button events.
 	if !toggled && res.Method == methodMouse {
 		if err := pagejs.CallOn(ctx, el.sess, el.obj, jsClickJS, nil); err != nil {
 			if pageLeft(err) {
-				run.addDetail("the page navigated after the mouse click, before the checked state changed")
+				run.addDetail("the page left the element after the mouse click, before its checked state changed")
 				return nil
 			}
 			return fmt.Errorf("actions: click (JavaScript, because the mouse click did not toggle it): %w", err)
@@ -134,7 +135,7 @@ func (a *Watchdog) clickElement(ctx context.Context, el *element, button events.
 		if err := pagejs.CallOn(ctx, el.sess, el.obj, checkedJS, &after); err != nil {
 			if pageLeft(err) {
 				res.Method = methodJS
-				run.addDetail("clicked with JavaScript; the page navigated before the checked state could be read")
+				run.addDetail("clicked with JavaScript; the page left the element before its checked state could be read")
 				return nil
 			}
 			return fmt.Errorf("actions: reading checked state: %w", err)

@@ -36,6 +36,12 @@ func settleSite(t testing.TB) *httptest.Server {
 		`<form id="f2" action="/next"><label><input id="box" type="checkbox" name="b" onchange="this.form.submit()"> Box</label></form>`+
 		`<button id="noop" onclick="void 0">Nothing</button>`))
 	mux.HandleFunc("/next", page(`<h1>Next</h1>`))
+	// A frame whose controls remove it: the element's document is gone
+	// by the time the action reads it back, every time.
+	mux.HandleFunc("/vanish", page(`<iframe id="f" srcdoc="`+
+		`<input id='field' oninput='parent.document.getElementById(&quot;f&quot;).remove()'>`+
+		`<label><input id='box' type='checkbox' onchange='parent.document.getElementById(&quot;f&quot;).remove()'> Box</label>`+
+		`"></iframe>`))
 	mux.HandleFunc("/loads", page(`<p id="out">loading</p><script>addEventListener('load', () => `+
 		`fetch('/data').then(r => r.text()).then(t => { document.getElementById('out').textContent = t }))</script>`))
 	mux.HandleFunc("/data", func(w http.ResponseWriter, r *http.Request) {
@@ -176,4 +182,39 @@ func TestPageLeftClassifiesChromiumErrors(t *testing.T) {
 		t.Fatalf("a call on the left page's element: %v, pageLeft false", stale)
 	}
 	t.Logf("stale: %v", stale)
+}
+
+// An action whose own handler takes its element's document away (here it
+// removes the element's frame; a form submitted on change navigates) has
+// done its part: the click and the typing succeed with a detail saying
+// the value could not be read back, not an error.
+func TestActionOnAVanishingDocument(t *testing.T) {
+	srv := settleSite(t)
+	at := startSite(t, session.Profile{}, srv.URL+"/vanish")
+	ps := at.page()
+	inFrame := func(id string) events.Target {
+		var ready bool
+		for !ready {
+			at.eval(ps, `(() => { const d = document.getElementById('f').contentDocument; return !!(d && d.getElementById('`+id+`')); })()`, &ready)
+		}
+		return at.nodeExpr(ps, `document.getElementById('f').contentDocument.getElementById('`+id+`')`)
+	}
+
+	box := inFrame("box")
+	cr, err := bus.Call(at.ctx, at.s.Bus(), events.ClickElement, events.ClickElementEvent{Target: box})
+	if err != nil || cr.Outcome.Verdict == events.VerdictFailed || !strings.Contains(cr.Outcome.Detail, "before its checked state could be read") {
+		t.Fatalf("click: %v, outcome %s %q", err, cr.Outcome.Verdict, cr.Outcome.Detail)
+	}
+	if gone := at.str(`document.getElementById('f') ? 'frame' : 'gone'`); gone != "gone" {
+		t.Fatalf("the checkbox's handler did not run: %s", gone)
+	}
+
+	if _, err := bus.Call(at.ctx, at.s.Bus(), events.NavigateToURL, events.NavigateToURLEvent{URL: srv.URL + "/vanish"}); err != nil {
+		t.Fatal(err)
+	}
+	field := inFrame("field")
+	tr, err := bus.Call(at.ctx, at.s.Bus(), events.TypeText, events.TypeTextEvent{Target: field, Text: "hello"})
+	if err != nil || tr.Outcome.Verdict == events.VerdictFailed || !strings.Contains(tr.Outcome.Detail, "before its value could be read back") {
+		t.Fatalf("type: %v, outcome %s %q", err, tr.Outcome.Verdict, tr.Outcome.Detail)
+	}
 }

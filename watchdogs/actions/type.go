@@ -205,6 +205,13 @@ func (a *Watchdog) typeInto(ctx context.Context, el *element, ev events.TypeText
 	}
 	var got string
 	if err := pagejs.CallOn(ctx, el.sess, el.obj, valueJS, &got); err != nil {
+		if pageLeft(err) {
+			// The field's own handler left the page (or removed its
+			// frame): the text was typed; the outcome says what followed.
+			run.addDetail("the page left the field before its value could be read back")
+			run.verdict, run.override = events.VerdictChanged, true
+			return nil
+		}
 		return err
 	}
 	want := old + ev.Text
