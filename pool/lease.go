@@ -41,9 +41,9 @@ func (l *Lease) ID() int { return l.id }
 // session.Stop (each phase also has its StopBudgets); should ctx end
 // before Stop could begin, the pool stops the session in the background
 // (Close waits for it) and Release returns the ctx's error; the slot is
-// then freed at once, so for that stop's duration the pool may run one
-// session more than MaxSessions. Release on a released lease waits for the
-// first release (bounded by ctx) and returns nil.
+// then freed when that stop ends, so the pool never runs more than
+// MaxSessions sessions. Release on a released lease waits for the first
+// release (bounded by ctx) and returns nil.
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
@@ -76,14 +76,16 @@ func (l *Lease) release(ctx context.Context) error {
 	close(l.stopWatch)
 	p := l.pool
 	err := l.sess.Stop(ctx)
+	l.watch.Wait()
 	if err != nil && l.sess.Running() {
 		// Stop never began (ctx ended, or a reconnect held the session
 		// past it): the session still runs; stop it off the caller's ctx.
+		// The slot stays taken until it stopped.
 		p.wg.Add(1)
 		go p.stopLater(l)
+	} else {
+		<-p.slot
 	}
-	l.watch.Wait()
-	<-p.slot
 	if err != nil {
 		err = fmt.Errorf("pool: releasing lease %d: %w", l.id, err)
 		p.log.Info("pool: release", zap.Int("lease", l.id), zap.Error(err))

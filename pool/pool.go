@@ -139,8 +139,9 @@ type Config struct {
 type Stats struct {
 	// MaxSessions is the bound (defaults applied).
 	MaxSessions int
-	// InUse counts the leases out (started sessions not yet released) and
-	// Acquire calls that have a slot and are starting their session.
+	// InUse counts the leases out (started sessions not yet released, or
+	// released and still stopping in the background) and Acquire calls
+	// that have a slot and are starting their session.
 	InUse int
 	// Waiting counts Acquire calls waiting for a slot.
 	Waiting int
@@ -552,10 +553,11 @@ func (p *Pool) Close(ctx context.Context) error {
 }
 
 // stopLater stops a session whose Stop could not run in its caller's
-// context (it ended first, or a reconnect held the session). The session's
-// StopBudgets bound it; Close waits for it.
+// context (it ended first, or a reconnect held the session), then frees
+// the lease's slot. The session's StopBudgets bound it; Close waits for it.
 func (p *Pool) stopLater(l *Lease) {
 	defer p.wg.Done()
+	defer func() { <-p.slot }()
 	if err := l.sess.Stop(context.Background()); err != nil {
 		p.log.Warn("pool: stopping a released session", zap.Int("lease", l.id), zap.Error(err))
 	}
