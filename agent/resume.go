@@ -116,10 +116,10 @@ type restoreOrigin struct {
 //     switched to it (ActionRecord.TabURL). A page change in h's last step
 //     whose URL h does not record (a closed tab, a new tab with no page
 //     yet) is passed over: the page before it is restored and nothing done
-//     after it. With no navigation recorded, the
-//     first step's page (when it is an http(s) URL). The URL is opened with
-//     a GET: a page that was the answer to a POST shows what a GET of its
-//     URL shows (the form again, an error); nothing is re-posted.
+//     after it. With no navigation recorded, the first step's page (when
+//     it is an http(s) URL). The URL is opened with a GET: a page that was
+//     the answer to a POST shows what a GET of its URL shows (the form
+//     again, an error); nothing is re-posted.
 //   - It re-applies the input actions done on that page since (input,
 //     select_dropdown, upload_file, scroll), each element found again with
 //     Replay's matching cascade and preconditions, secrets resolved from
